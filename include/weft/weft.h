@@ -1,0 +1,139 @@
+/* Weft public C API. Shaped after NCCL so that frameworks which speak NCCL port quickly.
+ *
+ * Every call returns a weftResult_t. On failure, weftCommGetLastError(comm) (or
+ * weftGetLastErrorMessage() for calls with no valid communicator) gives the message. The
+ * library never prints to stdout and never calls exit(). */
+#ifndef WEFT_WEFT_H
+#define WEFT_WEFT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define WEFT_API __attribute__((visibility("default")))
+#else
+#define WEFT_API
+#endif
+
+typedef struct weftComm* weftComm_t;
+typedef struct weftRequest* weftRequest_t;
+typedef struct weftReducer* weftReducer_t;
+
+typedef enum {
+  weftSuccess = 0,
+  weftInvalidArgument = 1, /* a bad argument: null pointer, bad enum, out-of-range root, overflow */
+  weftInvalidUsage = 2,    /* a call that is not valid now: mismatched ranks, destroyed comm, ... */
+  weftSystemError = 3,     /* the OS or a library (UCX, hwloc, MPI) failed */
+  weftRemoteError = 4,     /* a peer failed, vanished or reported an error */
+  weftTimeout = 5,         /* a wait ran past its timeout (WEFT_TIMEOUT_MS) */
+  weftInternalError = 6,   /* a bug in Weft */
+  weftNumResults = 7
+} weftResult_t;
+
+/* float16 and bfloat16 buffers hold IEEE binary16 and bfloat16 bit patterns (uint16_t). */
+typedef enum {
+  weftInt8 = 0,
+  weftUint8 = 1,
+  weftInt32 = 2,
+  weftInt64 = 3,
+  weftFloat16 = 4,
+  weftBfloat16 = 5,
+  weftFloat32 = 6,
+  weftFloat64 = 7,
+  weftNumTypes = 8
+} weftDataType_t;
+
+typedef enum { weftSum = 0, weftProd = 1, weftMin = 2, weftMax = 3, weftAvg = 4, weftNumOps = 5 } weftRedOp_t;
+
+/* ---- Versions and errors ---------------------------------------------------------------- */
+/// Weft's version as major*10000 + minor*100 + patch.
+WEFT_API weftResult_t weftGetVersion(int* version);
+/// A static, human-readable name for a result code.
+WEFT_API const char* weftGetErrorString(weftResult_t result);
+/// The last error message of a communicator (empty string when there was none).
+WEFT_API const char* weftCommGetLastError(weftComm_t comm);
+/// The last error message of this thread, for calls that had no valid communicator.
+WEFT_API const char* weftGetLastErrorMessage(void);
+
+/* ---- Communicators ------------------------------------------------------------------------ */
+/// Creates the world communicator from the launcher's environment (mpirun, MPICH/Hydra, Slurm,
+/// weftrun or WEFT_RANK/WEFT_WORLD_SIZE/WEFT_MASTER_ADDR/WEFT_MASTER_PORT/WEFT_JOB_SECRET).
+WEFT_API weftResult_t weftCommInitFromEnv(weftComm_t* comm);
+/// Splits a communicator: ranks with the same color form a new one, ordered by key then rank.
+/// A negative color gives *newcomm == NULL. Collective over comm.
+WEFT_API weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm);
+/// This rank's index in comm.
+WEFT_API weftResult_t weftCommRank(weftComm_t comm, int* rank);
+/// The number of ranks in comm.
+WEFT_API weftResult_t weftCommCount(weftComm_t comm, int* count);
+/// This rank's index among the ranks of its node, and their number.
+WEFT_API weftResult_t weftCommLocalRank(weftComm_t comm, int* local_rank);
+WEFT_API weftResult_t weftCommLocalCount(weftComm_t comm, int* local_count);
+/// The index of this rank's node (0..nodes-1) and the number of nodes.
+WEFT_API weftResult_t weftCommNode(weftComm_t comm, int* node, int* node_count);
+/// Aborts every operation in flight on comm (from any thread); comm is broken afterwards.
+WEFT_API weftResult_t weftCommAbort(weftComm_t comm);
+/// Destroys comm, waiting for its operations; the handle is invalid afterwards.
+WEFT_API weftResult_t weftCommDestroy(weftComm_t comm);
+
+/* ---- Requests ----------------------------------------------------------------------------- */
+/// Waits for a request to finish, at most timeout_ms (negative: the communicator's timeout).
+/// Frees the request when it returns anything but weftTimeout.
+WEFT_API weftResult_t weftWait(weftRequest_t request, int timeout_ms);
+/// Sets *done to 1 when the request has finished (weftWait then returns at once).
+WEFT_API weftResult_t weftTest(weftRequest_t request, int* done);
+
+/* ---- Collectives (NCCL's argument order) ---------------------------------------------------- */
+WEFT_API weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                    weftDataType_t datatype, weftRedOp_t op, weftComm_t comm);
+WEFT_API weftResult_t weftAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                         weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                                         weftRequest_t* request);
+/// sendbuff holds size*recvcount elements; recvbuff receives this rank's reduced block of
+/// recvcount. In place (NCCL's convention) when recvbuff == sendbuff + rank*recvcount.
+WEFT_API weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                        weftDataType_t datatype, weftRedOp_t op, weftComm_t comm);
+WEFT_API weftResult_t weftReduceScatterAsync(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                             weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
+                                             weftRequest_t* request);
+/// recvbuff receives size*sendcount elements; in place when sendbuff == recvbuff + rank*sendcount.
+WEFT_API weftResult_t weftAllGather(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                    weftDataType_t datatype, weftComm_t comm);
+WEFT_API weftResult_t weftAllGatherAsync(const void* sendbuff, void* recvbuff, size_t sendcount,
+                                         weftDataType_t datatype, weftComm_t comm, weftRequest_t* request);
+/// sendbuff is read on root only.
+WEFT_API weftResult_t weftBroadcast(const void* sendbuff, void* recvbuff, size_t count,
+                                    weftDataType_t datatype, int root, weftComm_t comm);
+WEFT_API weftResult_t weftBroadcastAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                         weftDataType_t datatype, int root, weftComm_t comm,
+                                         weftRequest_t* request);
+/// recvbuff is written on root only.
+WEFT_API weftResult_t weftReduce(const void* sendbuff, void* recvbuff, size_t count,
+                                 weftDataType_t datatype, weftRedOp_t op, int root, weftComm_t comm);
+WEFT_API weftResult_t weftReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                      weftDataType_t datatype, weftRedOp_t op, int root, weftComm_t comm,
+                                      weftRequest_t* request);
+/// count elements go to each peer: block p of sendbuff to rank p, block p of recvbuff from rank p.
+WEFT_API weftResult_t weftAllToAll(const void* sendbuff, void* recvbuff, size_t count,
+                                   weftDataType_t datatype, weftComm_t comm);
+WEFT_API weftResult_t weftAllToAllAsync(const void* sendbuff, void* recvbuff, size_t count,
+                                        weftDataType_t datatype, weftComm_t comm, weftRequest_t* request);
+WEFT_API weftResult_t weftBarrier(weftComm_t comm);
+WEFT_API weftResult_t weftBarrierAsync(weftComm_t comm, weftRequest_t* request);
+WEFT_API weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
+                               weftComm_t comm);
+WEFT_API weftResult_t weftSendAsync(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,
+                                    weftComm_t comm, weftRequest_t* request);
+WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
+                               weftComm_t comm);
+WEFT_API weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
+                                    weftComm_t comm, weftRequest_t* request);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* WEFT_WEFT_H */
