@@ -1,0 +1,75 @@
+// Collective descriptions and the algorithm registry. One algorithm per file under
+// collectives/algorithms/, each registered once in algorithms.cc with {id, name, description}.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectives/datatype.h"
+#include "collectives/schedule.h"
+
+namespace weft {
+
+enum class CollectiveKind : uint8_t {
+  kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kBarrier, kSend, kRecv,
+};
+inline constexpr int kNumCollectiveKinds = 9;
+std::string_view collective_name(CollectiveKind k);
+
+// What every rank must agree on for one call (the signature), plus this rank's view.
+struct CollectiveArgs {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  uint64_t count = 0;  // per NCCL's convention for each collective (recvcount, sendcount, per peer)
+  DataType dtype = DataType::kFloat32;
+  RedOp op = RedOp::kSum;
+  int root = 0;   // broadcast, reduce; the peer for send/recv
+  bool in_place = false;
+};
+
+// Bytes of the send and receive buffers that a collective reads and writes on `rank`.
+uint64_t send_bytes(const CollectiveArgs& a, int rank, int nranks);
+uint64_t recv_bytes(const CollectiveArgs& a, int rank, int nranks);
+
+// Options an algorithm may use.
+struct AlgoOptions {
+  uint64_t slice_bytes = 512 * 1024;  // pipelining granularity
+  int channels = 1;                    // parallel rings/trees
+};
+
+// Splits n items into `parts` contiguous parts whose sizes differ by at most one; returns the
+// offset of part i (i in 0..parts).
+inline uint64_t part_offset(uint64_t n, uint64_t parts, uint64_t i) {
+  return (n / parts) * i + std::min<uint64_t>(i, n % parts);
+}
+
+struct Algorithm {
+  const char* id;           // WEFT_ALGO value: "ring", "tree", "rhd", ...
+  const char* description;
+  std::vector<CollectiveKind> kinds;
+  // Builds this rank's schedule. rank/nranks come from the builder.
+  void (*build)(ScheduleBuilder& b, const CollectiveArgs& args, const AlgoOptions& opt);
+};
+
+const std::vector<Algorithm>& algorithm_table();
+const Algorithm* find_algorithm(std::string_view id, CollectiveKind kind);
+// Every algorithm that implements kind.
+std::vector<const Algorithm*> algorithms_for(CollectiveKind kind);
+// The default choice (until the topology planner decides): by size and rank count.
+const Algorithm* default_algorithm(CollectiveKind kind, uint64_t bytes, int nranks);
+
+Schedule build_schedule(const Algorithm& algo, const CollectiveArgs& args, int rank, int nranks,
+                        const AlgoOptions& opt);
+
+}  // namespace weft
+
+namespace weft {
+// A 16-bit signature of what all ranks must agree on: collective kind (4 bits), type (3), op (3),
+// a hash of the count (3) and of the root (3). Send and receive share one kind. Carried in
+// every message's tag, so that a mismatch is caught on the first message and named.
+uint16_t call_signature(const CollectiveArgs& a);
+// Names the fields in which two signatures differ ("the collective (allreduce here, broadcast
+// there)", "the count", ...).
+std::string signature_difference(uint16_t mine, uint16_t theirs);
+std::string describe_call(const CollectiveArgs& a, uint64_t seq);
+}  // namespace weft

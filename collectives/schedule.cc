@@ -1,0 +1,157 @@
+#include "collectives/schedule.h"
+
+#include <fmt/format.h>
+
+#include "runtime/error.h"
+
+namespace weft {
+
+ScheduleBuilder::ScheduleBuilder(int rank, int nranks, DataType dtype, RedOp op)
+    : rank_(rank), nranks_(nranks), sent_(nranks, 0), received_(nranks, 0) {
+  s_.dtype = dtype;
+  s_.op = op;
+  s_.nranks = nranks;
+}
+
+StepId ScheduleBuilder::add(Step s, std::initializer_list<StepId> deps) {
+  StepId id = static_cast<StepId>(s_.steps.size());
+  std::vector<StepId> d;
+  for (StepId x : deps) {
+    if (x == kNoStep) continue;
+    if (x >= id) fail(ErrorCode::kInternalError, "schedule: step {} depends on later step {}", id, x);
+    d.push_back(x);
+  }
+  s_.steps.push_back(s);
+  step_deps_.push_back(std::move(d));
+  return id;
+}
+
+StepId ScheduleBuilder::send(int peer, Ref src, uint64_t bytes, std::initializer_list<StepId> deps) {
+  Step s{StepKind::kSend};
+  s.peer = peer;
+  s.src = src;
+  s.bytes = bytes;
+  s.msg = sent_.at(peer)++;
+  return add(s, deps);
+}
+
+StepId ScheduleBuilder::recv(int peer, Ref dst, uint64_t bytes, std::initializer_list<StepId> deps) {
+  Step s{StepKind::kRecv};
+  s.peer = peer;
+  s.dst = dst;
+  s.bytes = bytes;
+  s.msg = received_.at(peer)++;
+  return add(s, deps);
+}
+
+StepId ScheduleBuilder::reduce(Ref dst, Ref src, uint64_t bytes, std::initializer_list<StepId> deps) {
+  Step s{StepKind::kReduce};
+  s.dst = dst;
+  s.src = src;
+  s.bytes = bytes;
+  return add(s, deps);
+}
+
+StepId ScheduleBuilder::reduce3(Ref dst, Ref a, Ref b, uint64_t bytes, std::initializer_list<StepId> deps) {
+  Step s{StepKind::kReduce3};
+  s.dst = dst;
+  s.src2 = a;
+  s.src = b;
+  s.bytes = bytes;
+  return add(s, deps);
+}
+
+StepId ScheduleBuilder::copy(Ref dst, Ref src, uint64_t bytes, std::initializer_list<StepId> deps) {
+  Step s{StepKind::kCopy};
+  s.dst = dst;
+  s.src = src;
+  s.bytes = bytes;
+  return add(s, deps);
+}
+
+StepId ScheduleBuilder::avg(Ref dst, uint64_t bytes, std::initializer_list<StepId> deps) {
+  Step s{StepKind::kAvg};
+  s.dst = dst;
+  s.bytes = bytes;
+  return add(s, deps);
+}
+
+void ScheduleBuilder::add_dep(StepId step, StepId dep) {
+  if (dep == kNoStep) return;
+  if (step >= s_.steps.size() || dep >= step) fail(ErrorCode::kInternalError, "schedule: bad dependency {} -> {}", step, dep);
+  step_deps_[step].push_back(dep);
+}
+
+void ScheduleBuilder::need_scratch(uint64_t bytes) { s_.scratch_bytes = std::max(s_.scratch_bytes, bytes); }
+
+Schedule ScheduleBuilder::finish() {
+  s_.deps.clear();
+  for (size_t i = 0; i < s_.steps.size(); ++i) {
+    s_.steps[i].dep_begin = static_cast<uint32_t>(s_.deps.size());
+    s_.steps[i].dep_count = static_cast<uint32_t>(step_deps_[i].size());
+    s_.deps.insert(s_.deps.end(), step_deps_[i].begin(), step_deps_[i].end());
+  }
+  s_.finalize();
+  return std::move(s_);
+}
+
+void Schedule::finalize() {
+  size_t n = steps.size();
+  initial_deps.assign(n, 0);
+  dependents_begin.assign(n + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    initial_deps[i] = steps[i].dep_count;
+    for (uint32_t k = 0; k < steps[i].dep_count; ++k) dependents_begin[deps[steps[i].dep_begin + k] + 1]++;
+  }
+  for (size_t i = 0; i < n; ++i) dependents_begin[i + 1] += dependents_begin[i];
+  dependents.assign(deps.size(), 0);
+  std::vector<uint32_t> fill(dependents_begin.begin(), dependents_begin.end() - 1);
+  for (size_t i = 0; i < n; ++i) {
+    for (uint32_t k = 0; k < steps[i].dep_count; ++k) dependents[fill[deps[steps[i].dep_begin + k]]++] = static_cast<StepId>(i);
+  }
+}
+
+void Schedule::validate(uint64_t send_bytes, uint64_t recv_bytes) const {
+  auto limit = [&](Buf b) { return b == Buf::kSend ? send_bytes : b == Buf::kRecv ? recv_bytes : scratch_bytes; };
+  auto check = [&](size_t i, const Ref& r, uint64_t bytes, const char* what) {
+    if (r.offset > limit(r.buf) || bytes > limit(r.buf) - r.offset) {
+      fail(ErrorCode::kInternalError, "schedule step {}: {} range [{}, {}) outside buffer {} of {} bytes", i, what,
+           r.offset, r.offset + bytes, static_cast<int>(r.buf), limit(r.buf));
+    }
+  };
+  size_t es = dtype_size(dtype);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    switch (s.kind) {
+      case StepKind::kSend: check(i, s.src, s.bytes, "send"); break;
+      case StepKind::kRecv: check(i, s.dst, s.bytes, "recv"); break;
+      case StepKind::kCopy: check(i, s.src, s.bytes, "copy src"); check(i, s.dst, s.bytes, "copy dst"); break;
+      case StepKind::kReduce3: check(i, s.src2, s.bytes, "reduce src2"); [[fallthrough]];
+      case StepKind::kReduce: check(i, s.src, s.bytes, "reduce src"); [[fallthrough]];
+      case StepKind::kAvg:
+        check(i, s.dst, s.bytes, "reduce dst");
+        if (s.bytes % es) fail(ErrorCode::kInternalError, "schedule step {}: {} bytes is not whole elements", i, s.bytes);
+        break;
+    }
+    if ((s.kind == StepKind::kSend || s.kind == StepKind::kRecv) && (s.peer < 0 || s.peer >= nranks)) {
+      fail(ErrorCode::kInternalError, "schedule step {}: peer {} outside 0..{}", i, s.peer, nranks - 1);
+    }
+  }
+}
+
+std::string Schedule::dump() const {
+  static const char* kinds[] = {"send", "recv", "reduce", "reduce3", "copy", "avg"};
+  static const char* bufs[] = {"S", "R", "T"};
+  std::string out;
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const Step& s = steps[i];
+    out += fmt::format("{:4} {:7} peer={:2} msg={:3} src={}+{} dst={}+{} bytes={} deps=[", i,
+                       kinds[static_cast<int>(s.kind)], s.peer, s.msg, bufs[static_cast<int>(s.src.buf)],
+                       s.src.offset, bufs[static_cast<int>(s.dst.buf)], s.dst.offset, s.bytes);
+    for (uint32_t k = 0; k < s.dep_count; ++k) out += fmt::format("{}{}", k ? "," : "", deps[s.dep_begin + k]);
+    out += "]\n";
+  }
+  return out;
+}
+
+}  // namespace weft

@@ -1,0 +1,396 @@
+#include "runtime/communicator.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "collectives/algorithms/builtin.h"
+#include "runtime/inproc/inproc_transport.h"
+#include "runtime/log.h"
+#include "runtime/ucx/ucx_transport.h"
+
+namespace weft {
+
+using Clock = std::chrono::steady_clock;
+
+// ---- Work ------------------------------------------------------------------------------------
+
+bool Work::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return done_; })) return false;
+  if (code_ != ErrorCode::kSuccess) throw Error(code_, message_);
+  return true;
+}
+bool Work::test() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+bool Work::failed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_ && code_ != ErrorCode::kSuccess;
+}
+ErrorCode Work::error_code() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return code_;
+}
+std::string Work::error_message() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return message_;
+}
+void Work::finish(ErrorCode code, std::string message) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    code_ = code;
+    message_ = std::move(message);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+// ---- Communicator ----------------------------------------------------------------------------
+
+Communicator::Communicator(CommInit init)
+    : init_(std::move(init)), config_(init_.config), store_(init_.store), rank_(init_.rank), size_(init_.size) {}
+
+std::shared_ptr<Communicator> Communicator::create(CommInit init) {
+  if (!init.store) fail(ErrorCode::kInvalidArgument, "communicator: no store");
+  if (init.size < 1 || init.rank < 0 || init.rank >= init.size) {
+    fail(ErrorCode::kInvalidArgument, "communicator: rank {} is not in a world of {}", init.rank, init.size);
+  }
+  if (!init.config.algo.empty()) {
+    bool known = false;
+    for (auto& a : algorithm_table()) known |= init.config.algo == a.id;
+    if (!known) {
+      std::string ids;
+      for (auto& a : algorithm_table()) ids += std::string(ids.empty() ? "" : ", ") + a.id;
+      fail(ErrorCode::kInvalidArgument, "WEFT_ALGO='{}' is not an algorithm; known: {}", init.config.algo, ids);
+    }
+  }
+  std::shared_ptr<Communicator> c(new Communicator(std::move(init)));
+  c->connect();
+  return c;
+}
+
+void Communicator::connect() {
+  set_log_rank(rank_);
+  std::string node_id = init_.node_id;
+  if (node_id.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof host - 1);
+    node_id = host;
+  }
+  auto ids = store_all_gather(*store_, "node", rank_, size_, to_bytes(node_id), config_.timeout);
+  std::vector<std::string> nodes;
+  local_rank_ = 0;
+  local_size_ = 0;
+  for (int r = 0; r < size_; ++r) {
+    std::string id = to_string(ids[r]);
+    if (std::find(nodes.begin(), nodes.end(), id) == nodes.end()) nodes.push_back(id);
+    if (id == node_id) {
+      if (r < rank_) local_rank_++;
+      local_size_++;
+    }
+  }
+  num_nodes_ = static_cast<int>(nodes.size());
+  node_ = static_cast<int>(std::find(nodes.begin(), nodes.end(), node_id) - nodes.begin());
+  if (init_.transport == TransportKind::kInproc) {
+    if (!init_.fabric || init_.fabric->size() != size_) fail(ErrorCode::kInvalidArgument, "inproc communicator: fabric size differs");
+    transport_ = std::make_unique<InprocTransport>(init_.fabric, rank_);
+  } else {
+    transport_ = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout);
+  }
+  p2p_send_seq_.assign(size_, 0);
+  p2p_recv_seq_.assign(size_, 0);
+  WEFT_LOG_INFO("communicator ready: rank {}/{} node {}/{} local {}/{} transport {}", rank_, size_, node_, num_nodes_,
+                local_rank_, local_size_, transport_->name());
+}
+
+Communicator::~Communicator() {
+  try {
+    destroy();
+  } catch (const std::exception& e) {
+    WEFT_LOG_WARN("communicator teardown: {}", e.what());
+  }
+}
+
+bool Communicator::broken() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return !broken_.empty();
+}
+std::string Communicator::last_error() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return last_error_;
+}
+void Communicator::set_last_error(const std::string& e) {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  last_error_ = e;
+}
+
+void Communicator::mark_broken(const std::string& why, bool tell_others) {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (!broken_.empty()) return;
+    broken_ = why;
+  }
+  WEFT_LOG_ERROR("communicator broken: {}", why);
+  if (tell_others) {
+    try {
+      store_->set("abort", to_bytes(fmt::format("rank {} failed: {}", rank_, why)));
+    } catch (const std::exception& e) {
+      WEFT_LOG_DEBUG("could not publish the failure to the other ranks: {}", e.what());
+    }
+  }
+}
+
+void Communicator::check_remote_abort() {
+  if (store_->check("abort")) {
+    std::string msg = to_string(store_->get("abort", std::chrono::milliseconds(1000)));
+    throw Error(ErrorCode::kRemoteError, msg);
+  }
+}
+
+void Communicator::validate(const CollectiveArgs& a, const void* send, const void* recv) const {
+  using K = CollectiveKind;
+  if (!dtype_valid(static_cast<int>(a.dtype))) {
+    fail(ErrorCode::kInvalidArgument, "{}: invalid data type {}", collective_name(a.kind), static_cast<int>(a.dtype));
+  }
+  bool reducing = a.kind == K::kAllReduce || a.kind == K::kReduceScatter || a.kind == K::kReduce;
+  if (reducing && !redop_valid(static_cast<int>(a.op))) {
+    fail(ErrorCode::kInvalidArgument, "{}: invalid reduction op {}", collective_name(a.kind), static_cast<int>(a.op));
+  }
+  uint64_t es = dtype_size(a.dtype);
+  uint64_t limit = (uint64_t{1} << 62) / es / static_cast<uint64_t>(size_);
+  if (a.count > limit) {
+    fail(ErrorCode::kInvalidArgument, "{}: count {} of {} overflows the addressable size", collective_name(a.kind), a.count,
+         dtype_name(a.dtype));
+  }
+  if (a.kind == K::kBroadcast || a.kind == K::kReduce) {
+    if (a.root < 0 || a.root >= size_) {
+      fail(ErrorCode::kInvalidArgument, "{}: root {} is outside the communicator (0..{})", collective_name(a.kind), a.root, size_ - 1);
+    }
+  }
+  if (a.kind == K::kSend || a.kind == K::kRecv) {
+    if (a.root < 0 || a.root >= size_) {
+      fail(ErrorCode::kInvalidArgument, "{}: peer {} is outside the communicator (0..{})", collective_name(a.kind), a.root, size_ - 1);
+    }
+    if (a.root == rank_) fail(ErrorCode::kInvalidArgument, "{}: peer {} is this rank", collective_name(a.kind), a.root);
+  }
+  uint64_t sb = send_bytes(a, rank_, size_), rb = recv_bytes(a, rank_, size_);
+  if (sb && !send) fail(ErrorCode::kInvalidArgument, "{}: sendbuff is NULL with count {}", collective_name(a.kind), a.count);
+  if (rb && !recv) fail(ErrorCode::kInvalidArgument, "{}: recvbuff is NULL with count {}", collective_name(a.kind), a.count);
+  if (sb && rb && !a.in_place) {
+    auto s0 = reinterpret_cast<uintptr_t>(send), r0 = reinterpret_cast<uintptr_t>(recv);
+    if (s0 < r0 + rb && r0 < s0 + sb) {
+      fail(ErrorCode::kInvalidArgument,
+           "{}: sendbuff and recvbuff overlap but are not in place (in place means {})", collective_name(a.kind),
+           a.kind == K::kReduceScatter ? "recvbuff == sendbuff + rank*recvcount"
+           : a.kind == K::kAllGather   ? "sendbuff == recvbuff + rank*sendcount"
+                                       : "sendbuff == recvbuff");
+    }
+  }
+}
+
+std::shared_ptr<Work> Communicator::submit(const CollectiveArgs& args_in, const void* send, void* recv, bool async) {
+  CollectiveArgs args = args_in;
+  uint64_t es = dtype_valid(static_cast<int>(args.dtype)) ? dtype_size(args.dtype) : 1;
+  auto s0 = reinterpret_cast<uintptr_t>(send), r0 = reinterpret_cast<uintptr_t>(recv);
+  switch (args.kind) {
+    case CollectiveKind::kReduceScatter: args.in_place = send && r0 == s0 + rank_ * args.count * es; break;
+    case CollectiveKind::kAllGather: args.in_place = send && s0 == r0 + rank_ * args.count * es; break;
+    case CollectiveKind::kAllReduce: case CollectiveKind::kBroadcast: case CollectiveKind::kReduce:
+    case CollectiveKind::kAllToAll: args.in_place = send && send == recv; break;
+    default: args.in_place = false;
+  }
+  validate(args, send, recv);
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (destroyed_) fail(ErrorCode::kInvalidUsage, "{}: the communicator was destroyed", collective_name(args.kind));
+    if (!broken_.empty()) fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(args.kind), broken_);
+  }
+  auto w = std::make_shared<Work>();
+  w->args_ = args;
+  w->send_ = send;
+  w->recv_ = recv;
+  std::unique_lock<std::mutex> q(queue_mu_);
+  if (args.kind == CollectiveKind::kSend) {
+    w->seq_ = p2p_send_seq_[args.root]++;
+    w->tag_seq_ = static_cast<uint16_t>(0x8000u | (w->seq_ & 0x7fffu));
+  } else if (args.kind == CollectiveKind::kRecv) {
+    w->seq_ = p2p_recv_seq_[args.root]++;
+    w->tag_seq_ = static_cast<uint16_t>(0x8000u | (w->seq_ & 0x7fffu));
+  } else {
+    w->seq_ = next_seq_++;
+    w->tag_seq_ = static_cast<uint16_t>(w->seq_ & 0x7fffu);
+  }
+  if (!async && !running_ && queue_.empty()) {
+    running_ = true;
+    q.unlock();
+    execute(w);
+    q.lock();
+    running_ = false;
+    bool more = !queue_.empty();
+    q.unlock();
+    if (more) queue_cv_.notify_all();
+    if (w->code_ != ErrorCode::kSuccess) throw Error(w->code_, w->message_);
+    return w;
+  }
+  queue_.push_back(w);
+  if (!thread_.joinable()) thread_ = std::thread([this] { progress_loop(); });
+  q.unlock();
+  queue_cv_.notify_all();
+  if (!async) {
+    while (!w->wait(std::chrono::hours(24))) {
+    }
+  }
+  return w;
+}
+
+void Communicator::progress_loop() {
+  set_log_rank(rank_);
+  std::unique_lock<std::mutex> q(queue_mu_);
+  for (;;) {
+    queue_cv_.wait(q, [&] { return (stopping_ && queue_.empty()) || (!queue_.empty() && !running_); });
+    if (queue_.empty()) break;
+    auto w = queue_.front();
+    queue_.pop_front();
+    running_ = true;
+    q.unlock();
+    execute(w);
+    q.lock();
+    running_ = false;
+    queue_cv_.notify_all();
+  }
+}
+
+const Schedule& Communicator::schedule_for(const CollectiveArgs& a) {
+  auto key = std::make_tuple(static_cast<int>(a.kind), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root,
+                             a.in_place, config_.algo);
+  auto it = schedules_.find(key);
+  if (it != schedules_.end()) return it->second;
+  if (schedules_.size() > 4096) schedules_.clear();
+  AlgoOptions opt;
+  opt.slice_bytes = config_.slice_bytes;
+  Schedule s;
+  if (a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) {
+    s = build_p2p_schedule(a, rank_, size_);
+  } else {
+    const Algorithm* algo = nullptr;
+    if (!config_.algo.empty()) {
+      algo = find_algorithm(config_.algo, a.kind);
+      if (!algo) WEFT_LOG_DEBUG("WEFT_ALGO={} does not implement {}; using the default", config_.algo, collective_name(a.kind));
+    }
+    if (!algo) algo = default_algorithm(a.kind, a.count * dtype_size(a.dtype), size_);
+    if (!algo) fail(ErrorCode::kInvalidUsage, "{} is not implemented yet", collective_name(a.kind));
+    s = build_schedule(*algo, a, rank_, size_, opt);
+  }
+  return schedules_.emplace(key, std::move(s)).first->second;
+}
+
+void Communicator::execute(const std::shared_ptr<Work>& w) {
+  auto t0 = Clock::now();
+  const CollectiveArgs& a = w->args_;
+  try {
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      if (!broken_.empty()) fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(a.kind), broken_);
+    }
+    if (abort_.load()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
+    const Schedule& s = schedule_for(a);
+    ExecBuffers bufs{w->send_, w->recv_, s.scratch_bytes ? scratch_.get(s.scratch_bytes) : nullptr};
+    ExecContext ctx;
+    ctx.transport = transport_.get();
+    ctx.seq = w->tag_seq_;
+    ctx.signature = call_signature(a);
+    ctx.deadline = t0 + config_.timeout;
+    ctx.abort = &abort_;
+    ctx.spin = config_.spin;
+    ctx.watchdog = [this] { check_remote_abort(); };
+    ctx.describe = [&] { return describe_call(a, w->seq_); };
+    executor_.run(s, bufs, ctx);
+    w->elapsed_us_ = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    w->finish(ErrorCode::kSuccess, {});
+  } catch (const Error& e) {
+    // An argument error leaves nothing in flight; anything else may have, so the communicator is
+    // broken and the other ranks are told (unless this error came from them).
+    if (e.code() != ErrorCode::kInvalidArgument) {
+      bool from_remote = e.code() == ErrorCode::kRemoteError && std::string_view(e.what()).find("failed:") != std::string_view::npos;
+      mark_broken(e.what(), !from_remote && !abort_.load());
+    }
+    set_last_error(e.what());
+    w->finish(e.code(), e.what());
+  } catch (const std::exception& e) {
+    mark_broken(e.what(), true);
+    set_last_error(e.what());
+    w->finish(ErrorCode::kInternalError, e.what());
+  }
+}
+
+std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+  int id = split_count_++;
+  std::string prefix = fmt::format("split{}", id);
+  Bytes mine = to_bytes(fmt::format("{} {}", color, key));
+  auto all = store_all_gather(*store_, prefix + "/colors", rank_, size_, mine, config_.timeout);
+  if (color < 0) return nullptr;
+  std::vector<std::tuple<int, int>> members;  // (key, rank)
+  for (int r = 0; r < size_; ++r) {
+    int c = 0, k = 0;
+    if (std::sscanf(to_string(all[r]).c_str(), "%d %d", &c, &k) != 2) fail(ErrorCode::kInternalError, "split: bad record");
+    if (c == color) members.emplace_back(k, r);
+  }
+  std::sort(members.begin(), members.end());
+  int new_rank = -1;
+  for (size_t i = 0; i < members.size(); ++i)
+    if (std::get<1>(members[i]) == rank_) new_rank = static_cast<int>(i);
+  CommInit ci;
+  ci.store = std::make_shared<PrefixStore>(store_, fmt::format("{}/c{}", prefix, color));
+  ci.rank = new_rank;
+  ci.size = static_cast<int>(members.size());
+  ci.transport = init_.transport;
+  ci.node_id = init_.node_id;
+  ci.config = config_;
+  if (init_.transport == TransportKind::kInproc) {
+    // Ranks of the new group share a new fabric, created by its rank 0 and found through a registry.
+    ci.fabric = inproc_fabric_for(*ci.store, new_rank, ci.size, config_.timeout);
+  }
+  return Communicator::create(std::move(ci));
+}
+
+void Communicator::abort() {
+  abort_.store(true);
+  mark_broken("aborted by weftCommAbort", true);
+  if (transport_) transport_->interrupt();
+}
+
+void Communicator::destroy() {
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (destroyed_) return;
+    destroyed_ = true;
+  }
+  {
+    std::lock_guard<std::mutex> q(queue_mu_);
+    stopping_ = true;
+  }
+  queue_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  transport_.reset();
+  if (init_.world) {
+    // Rank 0 serves the store: keep it up until every rank has left, or a few seconds have passed.
+    try {
+      store_->add("finalized", 1);
+      if (init_.keep_alive) {
+        auto deadline = Clock::now() + std::chrono::seconds(10);
+        while (store_->add("finalized", 0) < size_ && Clock::now() < deadline)
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+    } catch (const std::exception& e) {
+      WEFT_LOG_DEBUG("finalize handshake: {}", e.what());
+    }
+  }
+  store_.reset();
+  init_.store.reset();
+  init_.keep_alive.reset();
+  if (init_.on_destroy) init_.on_destroy();
+}
+
+}  // namespace weft

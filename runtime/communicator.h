@@ -1,0 +1,117 @@
+// Communicator: a group of ranks that run collectives together. It owns a transport, an executor,
+// a schedule cache, a scratch pool and a progress thread.
+//
+// Progress: a blocking call on an idle communicator runs inline on the caller's thread (no
+// hand-off, lowest latency). Asynchronous calls are queued, in program order, to the
+// communicator's progress thread, started on first use; it runs one operation at a time in that
+// order and sleeps on a condition variable when the queue is empty, so an idle communicator costs
+// no CPU. While an operation waits on the network the thread spins for WEFT_SPIN_US, then yields,
+// then sleeps on the transport's event fd.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "collectives/collective.h"
+#include "runtime/config.h"
+#include "runtime/executor.h"
+#include "runtime/scratch.h"
+#include "runtime/store.h"
+#include "runtime/transport.h"
+#include "runtime/work.h"
+
+namespace weft {
+
+class InprocFabric;
+
+enum class TransportKind { kUcx, kInproc };
+
+struct CommInit {
+  std::shared_ptr<Store> store;  // scoped to this communicator (a PrefixStore is fine)
+  int rank = 0, size = 1;
+  TransportKind transport = TransportKind::kUcx;
+  std::shared_ptr<InprocFabric> fabric;  // kInproc: shared by the thread-ranks
+  std::string node_id;                   // this rank's node identity ("" = hostname)
+  CommConfig config;
+  std::function<void()> on_destroy;      // e.g. MPI_Finalize when Weft initialised MPI
+  std::shared_ptr<void> keep_alive;      // e.g. the store server (rank 0 of the world)
+  bool world = false;                    // the job's first communicator: holds the store's lifetime
+};
+
+class Communicator : public std::enable_shared_from_this<Communicator> {
+ public:
+  // Collective over the ranks of init: exchanges node identities and connects the transport.
+  static std::shared_ptr<Communicator> create(CommInit init);
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }
+  int local_size() const { return local_size_; }
+  int node() const { return node_; }
+  int num_nodes() const { return num_nodes_; }
+  const CommConfig& config() const { return config_; }
+  const char* transport_name() const { return transport_->name(); }
+
+  // Validates and starts an operation. Blocking calls (async=false) return a finished Work or
+  // throw. Invalid arguments throw kInvalidArgument before anything is sent.
+  std::shared_ptr<Work> submit(const CollectiveArgs& args, const void* send, void* recv, bool async);
+
+  // Collective: ranks with equal color form a communicator ordered by (key, rank). color < 0
+  // returns nullptr.
+  std::shared_ptr<Communicator> split(int color, int key);
+  // Ends every operation in flight or queued with an error; the communicator is broken after.
+  void abort();
+  bool broken() const;
+  std::string last_error() const;
+  void set_last_error(const std::string& e);
+  // Waits for queued operations, then releases the transport.
+  void destroy();
+
+ private:
+  explicit Communicator(CommInit init);
+  void connect();
+  void execute(const std::shared_ptr<Work>& w);
+  void progress_loop();
+  const Schedule& schedule_for(const CollectiveArgs& args);
+  void mark_broken(const std::string& why, bool tell_others);
+  void check_remote_abort();
+  void validate(const CollectiveArgs& a, const void* send, const void* recv) const;
+
+  CommInit init_;
+  CommConfig config_;
+  std::shared_ptr<Store> store_;
+  int rank_, size_;
+  int local_rank_ = 0, local_size_ = 1, node_ = 0, num_nodes_ = 1;
+  std::unique_ptr<Transport> transport_;
+  Executor executor_;
+  ScratchPool scratch_;
+  std::map<std::tuple<int, uint64_t, int, int, int, bool, std::string>, Schedule> schedules_;
+  int split_count_ = 0;
+
+  // Submission order and the queue.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<std::shared_ptr<Work>> queue_;
+  bool running_ = false;  // an operation is executing (inline or on the thread)
+  bool stopping_ = false;
+  std::thread thread_;
+  uint64_t next_seq_ = 0;
+  std::vector<uint16_t> p2p_send_seq_, p2p_recv_seq_;
+
+  std::atomic<bool> abort_{false};
+  mutable std::mutex state_mu_;
+  std::string broken_;      // non-empty: why the communicator is broken
+  std::string last_error_;
+  bool destroyed_ = false;
+};
+
+}  // namespace weft

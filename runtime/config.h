@@ -1,0 +1,29 @@
+// Run-time settings from WEFT_* environment variables, parsed once per communicator with clear
+// errors for bad values. docs/ENVIRONMENT.md lists them.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace weft {
+
+// Looks a variable up (std::getenv in production; a map in tests).
+using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
+EnvLookup process_env();
+
+struct CommConfig {
+  std::chrono::milliseconds timeout{300000};  // WEFT_TIMEOUT_MS: every blocking wait
+  std::chrono::microseconds spin{50};          // WEFT_SPIN_US: busy-poll before sleeping
+  std::string algo;                            // WEFT_ALGO: force an algorithm ("" = choose)
+  uint64_t slice_bytes = 512 * 1024;           // WEFT_SLICE_BYTES: pipelining granularity
+  std::string transport = "ucx";               // WEFT_TRANSPORT: ucx (processes)
+
+  static CommConfig from_env(const EnvLookup& env);
+};
+
+// Strict integer parsing of an environment variable; throws kInvalidArgument naming it.
+int64_t env_int(const EnvLookup& env, const std::string& name, int64_t fallback, int64_t min, int64_t max);
+
+}  // namespace weft

@@ -1,0 +1,55 @@
+// UCX (UCP tag API) transport for host memory: one context and worker per communicator, worker
+// addresses exchanged through the store, one endpoint per peer. UCX picks shared memory (posix,
+// sysv, cma) between processes of one node and TCP or RDMA between nodes; UCX_TLS and the other
+// UCX_* variables are honoured. Peer failures are detected with UCP_ERR_HANDLING_MODE_PEER.
+#pragma once
+#include <ucp/api/ucp.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/store.h"
+#include "runtime/transport.h"
+
+namespace weft {
+
+class UcxTransport : public Transport {
+ public:
+  UcxTransport(std::shared_ptr<Store> store, int rank, int size, Millis timeout);
+  ~UcxTransport() override;
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  const char* name() const override { return "ucx"; }
+  void post_send(int peer, uint64_t tag, const void* buf, size_t len, TransportOp* op) override;
+  void post_recv(int peer, uint64_t tag, uint64_t mask, void* buf, size_t len, TransportOp* op) override;
+  bool progress() override;
+  void wait_for_event(std::chrono::steady_clock::time_point deadline) override;
+  void interrupt() override;
+  void shutdown(const std::string& why) override;
+  std::string peer_failure(int peer) const override;
+
+  void on_peer_error(int peer, ucs_status_t status);
+
+ private:
+  void track(TransportOp* op);
+  void close_endpoints(bool force);
+
+  int rank_, size_;
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int efd_ = -1;
+  std::vector<ucp_ep_h> eps_;
+  struct EpErrorArg {
+    UcxTransport* self;
+    int peer;
+  };
+  std::vector<std::unique_ptr<EpErrorArg>> ep_args_;
+  std::vector<TransportOp*> posted_;
+  bool shut_ = false;
+  mutable std::mutex failure_mu_;
+  std::vector<std::string> failures_;
+};
+
+}  // namespace weft

@@ -1,0 +1,46 @@
+// Work: the handle of an asynchronous operation. wait(timeout) / test(); the error, if any, is
+// rethrown by wait() as weft::Error.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "collectives/collective.h"
+#include "runtime/error.h"
+
+namespace weft {
+
+class Communicator;
+
+class Work {
+ public:
+  // Waits up to timeout. Returns true when finished successfully, false when still running at the
+  // timeout; throws weft::Error when the operation failed.
+  bool wait(std::chrono::milliseconds timeout);
+  // True when finished (successfully or not); never blocks.
+  bool test();
+  bool failed();
+  ErrorCode error_code();
+  std::string error_message();
+  double elapsed_us() const { return elapsed_us_; }
+  const CollectiveArgs& args() const { return args_; }
+
+ private:
+  friend class Communicator;
+  void finish(ErrorCode code, std::string message);
+
+  CollectiveArgs args_;
+  const void* send_ = nullptr;
+  void* recv_ = nullptr;
+  uint64_t seq_ = 0;
+  uint16_t tag_seq_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  ErrorCode code_ = ErrorCode::kSuccess;
+  std::string message_;
+  double elapsed_us_ = 0;
+};
+
+}  // namespace weft
