@@ -97,10 +97,15 @@ void Communicator::connect() {
     if (!init_.fabric || init_.fabric->size() != size_) fail(ErrorCode::kInvalidArgument, "inproc communicator: fabric size differs");
     transport_ = std::make_unique<InprocTransport>(init_.fabric, rank_);
   } else {
-    transport_ = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout);
+    transport_ = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout, config_.ucx_peer_errors);
   }
   p2p_send_seq_.assign(size_, 0);
   p2p_recv_seq_.assign(size_, 0);
+  // If this process dies, the store tells the others (their watchdog reads "abort").
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  store_->set_on_disconnect("abort", to_bytes(fmt::format("rank {} (pid {} on {}) died: its connection to the store closed "
+                                                          "while the communicator was in use", rank_, getpid(), host)));
   WEFT_LOG_INFO("communicator ready: rank {}/{} node {}/{} local {}/{} transport {}", rank_, size_, node_, num_nodes_,
                 local_rank_, local_size_, transport_->name());
 }
@@ -374,6 +379,11 @@ void Communicator::destroy() {
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   transport_.reset();
+  try {
+    store_->cancel_on_disconnect("abort");
+  } catch (const std::exception& e) {
+    WEFT_LOG_DEBUG("cancel disconnect notice: {}", e.what());
+  }
   if (init_.world) {
     // Rank 0 serves the store: keep it up until every rank has left, or a few seconds have passed.
     try {

@@ -39,6 +39,10 @@ CommConfig CommConfig::from_env(const EnvLookup& env) {
     if (*t != "ucx") fail(ErrorCode::kInvalidArgument, "WEFT_TRANSPORT='{}': only 'ucx' is available between processes", *t);
     c.transport = *t;
   }
+  if (auto m = env("WEFT_UCX_ERR_MODE"); m && !m->empty()) {
+    if (*m != "peer" && *m != "none") fail(ErrorCode::kInvalidArgument, "WEFT_UCX_ERR_MODE='{}' is not peer or none", *m);
+    c.ucx_peer_errors = *m == "peer";
+  }
   return c;
 }
 

@@ -26,6 +26,10 @@ class Store {
   virtual bool check(const std::string& key) = 0;
   // Removes key if present.
   virtual void erase(const std::string& key) = 0;
+  // Asks the store to set key = value if this client vanishes without cancelling (a crashed rank
+  // announces its own death this way). Stores whose clients cannot vanish alone ignore it.
+  virtual void set_on_disconnect(const std::string& /*key*/, const Bytes& /*value*/) {}
+  virtual void cancel_on_disconnect(const std::string& /*key*/) {}
 };
 
 // Convenience helpers for strings.
@@ -49,6 +53,10 @@ class PrefixStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override { return base_->add(prefix_ + key, delta); }
   bool check(const std::string& key) override { return base_->check(prefix_ + key); }
   void erase(const std::string& key) override { base_->erase(prefix_ + key); }
+  void set_on_disconnect(const std::string& key, const Bytes& value) override {
+    base_->set_on_disconnect(prefix_ + key, value);
+  }
+  void cancel_on_disconnect(const std::string& key) override { base_->cancel_on_disconnect(prefix_ + key); }
   const std::shared_ptr<Store>& base() const { return base_; }
 
  private:

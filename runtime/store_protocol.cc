@@ -67,7 +67,7 @@ Bytes encode_request(const Request& r) {
   Bytes out;
   out.push_back(static_cast<uint8_t>(r.op));
   put_str(out, r.key.data(), r.key.size());
-  if (r.op == Op::kSet) put_str(out, r.value.data(), r.value.size());
+  if (r.op == Op::kSet || r.op == Op::kOnDisconnect) put_str(out, r.value.data(), r.value.size());
   if (r.op == Op::kAdd) put_i64(out, r.delta);
   return out;
 }
@@ -76,11 +76,11 @@ Request decode_request(const uint8_t* data, size_t len) {
   Reader rd(data, len);
   Request r;
   uint8_t op = rd.u8();
-  if (op < 1 || op > 6) fail(ErrorCode::kInvalidArgument, "store protocol: unknown opcode {}", op);
+  if (op < 1 || op > 8) fail(ErrorCode::kInvalidArgument, "store protocol: unknown opcode {}", op);
   r.op = static_cast<Op>(op);
   Bytes key = rd.bytes(kMaxKeyBytes);
   r.key.assign(key.begin(), key.end());
-  if (r.op == Op::kSet) r.value = rd.bytes(kMaxFrameBytes);
+  if (r.op == Op::kSet || r.op == Op::kOnDisconnect) r.value = rd.bytes(kMaxFrameBytes);
   if (r.op == Op::kAdd) r.delta = rd.i64();
   rd.end();
   return r;

@@ -14,13 +14,13 @@ namespace weft::store_proto {
 inline constexpr uint32_t kMaxFrameBytes = 64u << 20;  // values are addresses and summaries
 inline constexpr uint32_t kMaxKeyBytes = 4096;
 
-enum class Op : uint8_t { kAuth = 1, kSet = 2, kGet = 3, kAdd = 4, kCheck = 5, kErase = 6 };
+enum class Op : uint8_t { kAuth = 1, kSet = 2, kGet = 3, kAdd = 4, kCheck = 5, kErase = 6, kOnDisconnect = 7, kCancelOnDisconnect = 8 };
 enum class Status : uint8_t { kOk = 0, kMissing = 1, kError = 2 };
 
 struct Request {
   Op op{};
   std::string key;  // the secret for kAuth
-  Bytes value;      // kSet
+  Bytes value;      // kSet, kOnDisconnect
   int64_t delta = 0;  // kAdd
 };
 

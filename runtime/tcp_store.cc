@@ -65,6 +65,7 @@ struct TcpStoreServer::Client {
   FrameDecoder decoder;
   Bytes out;  // pending output
   size_t out_pos = 0;
+  std::map<std::string, Bytes> on_disconnect;  // set when this client vanishes
 };
 
 TcpStoreServer::TcpStoreServer(std::string secret, const std::string& host, int port) : secret_(std::move(secret)) {
@@ -172,6 +173,15 @@ bool TcpStoreServer::handle_payload(Client& c, const Bytes& payload) {
         break;
       }
       case Op::kCheck: resp.status = data_.count(req.key) ? Status::kOk : Status::kMissing; break;
+      case Op::kOnDisconnect:
+        if (c.on_disconnect.size() >= kMaxNoticesPerClient && !c.on_disconnect.count(req.key)) {
+          resp.status = Status::kError;
+          resp.error = "too many disconnect notices";
+        } else {
+          c.on_disconnect[req.key] = std::move(req.value);
+        }
+        break;
+      case Op::kCancelOnDisconnect: c.on_disconnect.erase(req.key); break;
       case Op::kErase: {
         auto it = data_.find(req.key);
         if (it != data_.end()) {
@@ -265,6 +275,11 @@ void TcpStoreServer::run() {
         drop = true;
       }
       if (drop) {
+        for (auto& [key, value] : c.on_disconnect) {
+          WEFT_LOG_DEBUG("store server: {} vanished; setting {}", c.name, key);
+          stored_bytes_ += key.size() + value.size();
+          data_[key] = std::move(value);
+        }
         ::close(c.fd);
         clients[i].reset();
       }
@@ -427,6 +442,18 @@ bool TcpStore::check(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   return reply_of(Op::kCheck, request(encode_request({Op::kCheck, key, {}, 0}), kRequestTimeout), where_).status ==
          Status::kOk;
+}
+
+void TcpStore::set_on_disconnect(const std::string& key, const Bytes& value) {
+  check_key(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  reply_of(Op::kOnDisconnect, request(encode_request({Op::kOnDisconnect, key, value, 0}), kRequestTimeout), where_);
+}
+
+void TcpStore::cancel_on_disconnect(const std::string& key) {
+  check_key(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  reply_of(Op::kCancelOnDisconnect, request(encode_request({Op::kCancelOnDisconnect, key, {}, 0}), kRequestTimeout), where_);
 }
 
 void TcpStore::erase(const std::string& key) {

@@ -29,6 +29,7 @@ class TcpStoreServer {
 
   static constexpr size_t kMaxStoredBytes = size_t{1} << 30;
   static constexpr int kMaxConnections = 4096;
+  static constexpr size_t kMaxNoticesPerClient = 1024;
 
  private:
   struct Client;
@@ -57,12 +58,13 @@ class TcpStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override;
   bool check(const std::string& key) override;
   void erase(const std::string& key) override;
+  void set_on_disconnect(const std::string& key, const Bytes& value) override;
+  void cancel_on_disconnect(const std::string& key) override;
   // Keeps a server alive as long as this client (rank 0 serves the store it uses).
   void own_server(std::shared_ptr<TcpStoreServer> server) { server_ = std::move(server); }
   const std::shared_ptr<TcpStoreServer>& server() const { return server_; }
 
  private:
-  struct Reply;
   Bytes request(const Bytes& payload, Millis timeout);
   std::mutex mu_;
   int fd_ = -1;

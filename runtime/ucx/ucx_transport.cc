@@ -56,7 +56,8 @@ void recv_cb(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info
 
 }  // namespace
 
-UcxTransport::UcxTransport(std::shared_ptr<Store> store, int rank, int size, Millis timeout) : rank_(rank), size_(size) {
+UcxTransport::UcxTransport(std::shared_ptr<Store> store, int rank, int size, Millis timeout, bool peer_err_mode)
+    : rank_(rank), size_(size) {
   if (size > 0xffff) fail(ErrorCode::kInvalidArgument, "UCX transport: {} ranks exceed the 65535 supported", size);
   ucp_config_t* config = nullptr;
   ucx_check("ucp_config_read", ucp_config_read(nullptr, nullptr, &config));
@@ -94,7 +95,7 @@ UcxTransport::UcxTransport(std::shared_ptr<Store> store, int rank, int size, Mil
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                     UCP_EP_PARAM_FIELD_ERR_HANDLER;
     ep.address = reinterpret_cast<const ucp_address_t*>(all[p].data());
-    ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ep.err_mode = peer_err_mode ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
     ep.err_handler.cb = [](void* a, ucp_ep_h, ucs_status_t s) {
       auto* e = static_cast<EpErrorArg*>(a);
       e->self->on_peer_error(e->peer, s);

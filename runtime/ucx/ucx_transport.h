@@ -1,7 +1,12 @@
 // UCX (UCP tag API) transport for host memory: one context and worker per communicator, worker
 // addresses exchanged through the store, one endpoint per peer. UCX picks shared memory (posix,
 // sysv, cma) between processes of one node and TCP or RDMA between nodes; UCX_TLS and the other
-// UCX_* variables are honoured. Peer failures are detected with UCP_ERR_HANDLING_MODE_PEER.
+// UCX_* variables are honoured.
+//
+// Peer failures: UCX 1.13 excludes its shared-memory transports from endpoints created with
+// UCP_ERR_HANDLING_MODE_PEER (they become "unreachable" and TCP is used instead, 3-5x slower), so
+// by default endpoints use MODE_NONE and a dead peer is detected by the communicator's watchdog
+// (the store notices the dead rank's connection closing). WEFT_UCX_ERR_MODE=peer asks UCX too.
 #pragma once
 #include <ucp/api/ucp.h>
 
@@ -17,7 +22,7 @@ namespace weft {
 
 class UcxTransport : public Transport {
  public:
-  UcxTransport(std::shared_ptr<Store> store, int rank, int size, Millis timeout);
+  UcxTransport(std::shared_ptr<Store> store, int rank, int size, Millis timeout, bool peer_err_mode);
   ~UcxTransport() override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }

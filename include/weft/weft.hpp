@@ -1,0 +1,173 @@
+// Weft's C++ face: a RAII communicator, work handles and exceptions, over the stable C API.
+//
+//   weft::Comm comm = weft::Comm::from_env();
+//   comm.all_reduce(grad.data(), grad.data(), grad.size(), weft::Float32, weft::Sum);
+//   weft::Work w = comm.all_reduce_async(...);  ...  w.wait();
+#ifndef WEFT_WEFT_HPP
+#define WEFT_WEFT_HPP
+
+#include <weft/error.hpp>
+#include <weft/weft.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+namespace weft {
+
+inline constexpr weftDataType_t Int8 = weftInt8, Uint8 = weftUint8, Int32 = weftInt32, Int64 = weftInt64,
+                                Float16 = weftFloat16, Bfloat16 = weftBfloat16, Float32 = weftFloat32,
+                                Float64 = weftFloat64;
+inline constexpr weftRedOp_t Sum = weftSum, Prod = weftProd, Min = weftMin, Max = weftMax, Avg = weftAvg;
+
+namespace detail {
+inline void check(weftResult_t r, weftComm_t comm) {
+  if (r == weftSuccess) return;
+  std::string msg = comm ? weftCommGetLastError(comm) : weftGetLastErrorMessage();
+  if (msg.empty()) msg = weftGetLastErrorMessage();
+  throw Error(static_cast<ErrorCode>(r), msg.empty() ? weftGetErrorString(r) : msg);
+}
+}  // namespace detail
+
+/// The handle of an asynchronous operation. wait() rethrows its error as weft::Error.
+class Work {
+ public:
+  Work() = default;
+  Work(weftRequest_t r, weftComm_t c) : req_(r), comm_(c) {}
+  Work(Work&& o) noexcept : req_(std::exchange(o.req_, nullptr)), comm_(o.comm_) {}
+  Work& operator=(Work&& o) noexcept {
+    if (this != &o) {
+      finish_quietly();
+      req_ = std::exchange(o.req_, nullptr);
+      comm_ = o.comm_;
+    }
+    return *this;
+  }
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+  ~Work() { finish_quietly(); }
+
+  /// Waits; returns false if still running after timeout (negative: the communicator's timeout).
+  bool wait(std::chrono::milliseconds timeout = std::chrono::milliseconds(-1)) {
+    if (!req_) return true;
+    weftResult_t r = weftWait(req_, static_cast<int>(timeout.count()));
+    if (r == weftTimeout && timeout.count() >= 0) {
+      int done = 0;
+      if (weftTest(req_, &done) == weftSuccess && !done) return false;
+    }
+    req_ = nullptr;
+    detail::check(r, comm_);
+    return true;
+  }
+  /// True once the operation has finished (wait() then returns at once).
+  bool test() {
+    if (!req_) return true;
+    int done = 0;
+    detail::check(weftTest(req_, &done), comm_);
+    return done != 0;
+  }
+
+ private:
+  void finish_quietly() noexcept {
+    if (req_) weftWait(req_, -1);
+    req_ = nullptr;
+  }
+  weftRequest_t req_ = nullptr;
+  weftComm_t comm_ = nullptr;
+};
+
+/// A communicator, destroyed with the object.
+class Comm {
+ public:
+  Comm() = default;
+  explicit Comm(weftComm_t c) : c_(c) {}
+  Comm(Comm&& o) noexcept : c_(std::exchange(o.c_, nullptr)) {}
+  Comm& operator=(Comm&& o) noexcept {
+    if (this != &o) {
+      reset();
+      c_ = std::exchange(o.c_, nullptr);
+    }
+    return *this;
+  }
+  Comm(const Comm&) = delete;
+  Comm& operator=(const Comm&) = delete;
+  ~Comm() { reset(); }
+
+  /// The world communicator of the job described by the environment (mpirun, weftrun, WEFT_*).
+  static Comm from_env() {
+    weftComm_t c = nullptr;
+    detail::check(weftCommInitFromEnv(&c), nullptr);
+    return Comm(c);
+  }
+  weftComm_t get() const { return c_; }
+  explicit operator bool() const { return c_ != nullptr; }
+  void reset() {
+    if (c_) weftCommDestroy(c_);
+    c_ = nullptr;
+  }
+
+  int rank() const { return get_int(weftCommRank); }
+  int size() const { return get_int(weftCommCount); }
+  int local_rank() const { return get_int(weftCommLocalRank); }
+  int local_size() const { return get_int(weftCommLocalCount); }
+
+  Comm split(int color, int key) const {
+    weftComm_t n = nullptr;
+    detail::check(weftCommSplit(c_, color, key, &n), c_);
+    return Comm(n);
+  }
+  void abort() { detail::check(weftCommAbort(c_), c_); }
+
+  void all_reduce(const void* s, void* r, size_t n, weftDataType_t t, weftRedOp_t op) {
+    detail::check(weftAllReduce(s, r, n, t, op, c_), c_);
+  }
+  Work all_reduce_async(const void* s, void* r, size_t n, weftDataType_t t, weftRedOp_t op) {
+    weftRequest_t q = nullptr;
+    detail::check(weftAllReduceAsync(s, r, n, t, op, c_, &q), c_);
+    return Work(q, c_);
+  }
+  void reduce_scatter(const void* s, void* r, size_t recvcount, weftDataType_t t, weftRedOp_t op) {
+    detail::check(weftReduceScatter(s, r, recvcount, t, op, c_), c_);
+  }
+  Work reduce_scatter_async(const void* s, void* r, size_t recvcount, weftDataType_t t, weftRedOp_t op) {
+    weftRequest_t q = nullptr;
+    detail::check(weftReduceScatterAsync(s, r, recvcount, t, op, c_, &q), c_);
+    return Work(q, c_);
+  }
+  void all_gather(const void* s, void* r, size_t sendcount, weftDataType_t t) {
+    detail::check(weftAllGather(s, r, sendcount, t, c_), c_);
+  }
+  Work all_gather_async(const void* s, void* r, size_t sendcount, weftDataType_t t) {
+    weftRequest_t q = nullptr;
+    detail::check(weftAllGatherAsync(s, r, sendcount, t, c_, &q), c_);
+    return Work(q, c_);
+  }
+  void broadcast(const void* s, void* r, size_t n, weftDataType_t t, int root) {
+    detail::check(weftBroadcast(s, r, n, t, root, c_), c_);
+  }
+  Work broadcast_async(const void* s, void* r, size_t n, weftDataType_t t, int root) {
+    weftRequest_t q = nullptr;
+    detail::check(weftBroadcastAsync(s, r, n, t, root, c_, &q), c_);
+    return Work(q, c_);
+  }
+  void reduce(const void* s, void* r, size_t n, weftDataType_t t, weftRedOp_t op, int root) {
+    detail::check(weftReduce(s, r, n, t, op, root, c_), c_);
+  }
+  void all_to_all(const void* s, void* r, size_t n, weftDataType_t t) { detail::check(weftAllToAll(s, r, n, t, c_), c_); }
+  void barrier() { detail::check(weftBarrier(c_), c_); }
+  void send(const void* s, size_t n, weftDataType_t t, int peer) { detail::check(weftSend(s, n, t, peer, c_), c_); }
+  void recv(void* r, size_t n, weftDataType_t t, int peer) { detail::check(weftRecv(r, n, t, peer, c_), c_); }
+
+ private:
+  int get_int(weftResult_t (*fn)(weftComm_t, int*)) const {
+    int v = 0;
+    detail::check(fn(c_, &v), c_);
+    return v;
+  }
+  weftComm_t c_ = nullptr;
+};
+
+}  // namespace weft
+
+#endif

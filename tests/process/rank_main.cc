@@ -1,0 +1,126 @@
+// weft-test-rank: one rank of a real multi-process job, driven through the public C++ API only.
+// Modes (argv[1]):
+//   check            every collective the library offers at odd sizes, checked against a reference
+//   die              rank 1 SIGKILLs itself in the middle of a large all-reduce loop
+//   absent           rank 1 never enters the collective (sleeps past the timeout)
+//   mismatch         rank 1 calls with a different count
+//   abort            rank 0 aborts its communicator from another thread while waiting
+// Exit status: 0 when the mode's expectation held on this rank; the last line on stdout says
+// "rank R: <result> <code> <elapsed ms> <message>".
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+#include <weft/weft.hpp>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+float input(int rank, size_t i) { return static_cast<float>(static_cast<int>((i * 7 + rank * 13) % 101) - 50); }
+
+int check(weft::Comm& comm) {
+  const int n = comm.size(), r = comm.rank();
+  for (size_t count : {size_t{0}, size_t{1}, size_t{2}, size_t{7}, size_t{13}, size_t{1009}, (size_t{1} << 20) + 3,
+                       size_t{6} << 20}) {
+    std::vector<float> send(count), recv(count + 8, -1.0f), inplace(count);
+    for (size_t i = 0; i < count; ++i) send[i] = inplace[i] = input(r, i);
+    comm.all_reduce(send.data(), recv.data(), count, weft::Float32, weft::Sum);
+    comm.all_reduce(inplace.data(), inplace.data(), count, weft::Float32, weft::Sum);
+    for (size_t i = 0; i < count; ++i) {
+      double ref = 0;
+      for (int k = 0; k < n; ++k) ref += input(k, i);
+      if (recv[i] != static_cast<float>(ref) || inplace[i] != static_cast<float>(ref)) {
+        std::printf("rank %d: WRONG count %zu element %zu: %g / %g, expected %g\n", r, count, i, recv[i], inplace[i], ref);
+        return 1;
+      }
+    }
+    for (int k = 0; k < 8; ++k) {
+      if (recv[count + k] != -1.0f) {
+        std::printf("rank %d: wrote past the end at count %zu\n", r, count);
+        return 1;
+      }
+    }
+  }
+  // Asynchronous operations overlap with work on this thread and complete in order.
+  std::vector<std::vector<double>> bufs(4, std::vector<double>(4099));
+  std::vector<weft::Work> works;
+  for (int k = 0; k < 4; ++k) {
+    for (size_t i = 0; i < bufs[k].size(); ++i) bufs[k][i] = r + k + static_cast<double>(i);
+    works.push_back(comm.all_reduce_async(bufs[k].data(), bufs[k].data(), bufs[k].size(), weft::Float64, weft::Max));
+  }
+  for (int k = 0; k < 4; ++k) {
+    works[k].wait();
+    for (size_t i = 0; i < bufs[k].size(); ++i) {
+      if (bufs[k][i] != (n - 1) + k + static_cast<double>(i)) {
+        std::printf("rank %d: WRONG async max\n", r);
+        return 1;
+      }
+    }
+  }
+  comm.barrier();
+  std::printf("rank %d: OK %d ranks\n", r, n);
+  return 0;
+}
+
+int expect_failure(weft::Comm& comm, const char* mode) {
+  const int r = comm.rank();
+  auto t0 = Clock::now();
+  std::vector<float> big(size_t{8} << 20, 1.0f);
+  try {
+    if (!std::strcmp(mode, "die") && r == 1) {
+      std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        kill(getpid(), SIGKILL);
+      }).detach();
+    }
+    if (!std::strcmp(mode, "absent") && r == 1) {
+      std::this_thread::sleep_for(std::chrono::seconds(30));
+      return 0;
+    }
+    if (!std::strcmp(mode, "abort") && r == 0) {
+      std::thread([&comm] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        comm.abort();
+      }).detach();
+    }
+    size_t count = big.size();
+    if (!std::strcmp(mode, "mismatch") && r == 1) count -= 1;
+    if (!std::strcmp(mode, "abort") && r != 0) {
+      std::this_thread::sleep_for(std::chrono::seconds(30));  // rank 0 waits on us, then aborts
+      return 0;
+    }
+    for (int it = 0; it < 1000000; ++it) {
+      comm.all_reduce(big.data(), big.data(), count, weft::Float32, weft::Sum);
+      if (std::chrono::duration<double>(Clock::now() - t0).count() > 60) break;
+    }
+    std::printf("rank %d: NO-ERROR\n", r);
+    return 1;
+  } catch (const weft::Error& e) {
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    std::printf("rank %d: ERROR %d %.0f %s\n", r, static_cast<int>(e.code()), ms, e.what());
+    std::fflush(stdout);
+    return 0;
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "check";
+  try {
+    weft::Comm comm = weft::Comm::from_env();
+    int rc = !std::strcmp(mode, "check") ? check(comm) : expect_failure(comm, mode);
+    std::fflush(stdout);
+    if (std::strcmp(mode, "check") != 0) _exit(rc);  // a broken communicator: leave without teardown
+    return rc;
+  } catch (const weft::Error& e) {
+    std::printf("rank ?: FATAL %d %s\n", static_cast<int>(e.code()), e.what());
+    return 2;
+  }
+}

@@ -1,0 +1,98 @@
+// Starts N real processes of a program as the ranks of a job described by WEFT_* variables (no
+// MPI), collects each one's exit status and output, and kills whatever outlives the deadline.
+#pragma once
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace weft::test {
+
+struct RankResult {
+  int status = -1;  // exit code, or 128+signal
+  std::string output;
+  double seconds = 0;
+};
+
+inline int free_port() {
+  static std::mt19937 rng(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(time(nullptr)));
+  return 20000 + static_cast<int>(rng() % 30000);
+}
+
+inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& argv,
+                                       const std::vector<std::string>& extra_env = {},
+                                       std::chrono::seconds deadline = std::chrono::seconds(120)) {
+  int port = free_port();
+  std::string secret = "test-secret-" + std::to_string(port);
+  std::vector<pid_t> pids(n);
+  std::vector<int> fds(n);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < n; ++r) {
+    int p[2];
+    if (pipe(p) != 0) std::abort();
+    pid_t pid = fork();
+    if (pid == 0) {
+      dup2(p[1], 1);
+      dup2(p[1], 2);
+      close(p[0]);
+      close(p[1]);
+      setenv("WEFT_RANK", std::to_string(r).c_str(), 1);
+      setenv("WEFT_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("WEFT_MASTER_ADDR", "127.0.0.1", 1);
+      setenv("WEFT_MASTER_PORT", std::to_string(port).c_str(), 1);
+      setenv("WEFT_JOB_SECRET", secret.c_str(), 1);
+      for (auto& kv : extra_env) putenv(strdup(kv.c_str()));
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(p[1]);
+    fcntl(p[0], F_SETFL, O_NONBLOCK);
+    pids[r] = pid;
+    fds[r] = p[0];
+  }
+  std::vector<RankResult> out(n);
+  int left = n;
+  std::vector<bool> done(n, false);
+  while (left > 0) {
+    char buf[4096];
+    for (int r = 0; r < n; ++r) {
+      ssize_t k;
+      while ((k = read(fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
+    }
+    for (int r = 0; r < n; ++r) {
+      if (done[r]) continue;
+      int st = 0;
+      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+        done[r] = true;
+        --left;
+        out[r].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        out[r].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      }
+    }
+    if (std::chrono::steady_clock::now() - t0 > deadline) {
+      for (int r = 0; r < n; ++r)
+        if (!done[r]) kill(pids[r], SIGKILL);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (int r = 0; r < n; ++r) {
+    char buf[4096];
+    ssize_t k;
+    while ((k = read(fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
+    close(fds[r]);
+  }
+  return out;
+}
+
+}  // namespace weft::test
