@@ -83,7 +83,9 @@ template <typename V>
 inline constexpr bool kIsFloat = static_cast<V>(0.5) != 0;
 
 // Integer sum/prod wrap (computed in the unsigned type: no UB). Float min/max propagate NaN:
-// a NaN a gives a, else a NaN b gives b; for equal values (also +0 vs -0) a is returned.
+// a NaN b gives b, else a NaN a gives a; for equal values (also +0 vs -0) a is returned. That is
+// MINPS(b, a) (= b < a ? b : a, which already yields a when either is NaN) plus one fix-up for a
+// NaN b: one compare and one blend in the SIMD variants.
 struct OpSum {
   template <typename V> static V f(V a, V b) {
     if constexpr (kIsFloat<V>) {
@@ -107,7 +109,7 @@ struct OpProd {
 struct OpMin {
   template <typename V> static V f(V a, V b) {
     if constexpr (kIsFloat<V>) {
-      return ((b < a) | ((b != b) & (a == a))) ? b : a;
+      return ((b < a) | (b != b)) ? b : a;
     } else {
       return b < a ? b : a;
     }
@@ -116,7 +118,7 @@ struct OpMin {
 struct OpMax {
   template <typename V> static V f(V a, V b) {
     if constexpr (kIsFloat<V>) {
-      return ((b > a) | ((b != b) & (a == a))) ? b : a;
+      return ((b > a) | (b != b)) ? b : a;
     } else {
       return b > a ? b : a;
     }

@@ -66,18 +66,20 @@ inline uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(sign | (bits_of(rf) >> 16));
 }
 
-// Float min/max as documented: a NaN a wins, then a NaN b; for equal values a.
+// Float min/max as documented: a NaN b wins, then a NaN a; for equal values (+0/-0 too) a.
 template <typename F>
 F fmin_ref(F a, F b) {
-  if (std::isnan(a)) return a;
   if (std::isnan(b)) return b;
-  return b < a ? b : a;
+  if (std::isnan(a)) return a;
+  if (a == b) return a;
+  return std::fmin(a, b);
 }
 template <typename F>
 F fmax_ref(F a, F b) {
-  if (std::isnan(a)) return a;
   if (std::isnan(b)) return b;
-  return b > a ? b : a;
+  if (std::isnan(a)) return a;
+  if (a == b) return a;
+  return std::fmax(a, b);
 }
 
 }  // namespace weft::testref
