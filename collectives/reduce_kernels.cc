@@ -1,129 +1,133 @@
+// Public entry points of the host reduction kernels and the run-time dispatch: every variant's
+// table is built once; the one in use is chosen once (best the CPU supports, or
+// WEFT_REDUCE_ISA=scalar|sse2|avx2|avx512 to force a lower one) and cached.
 #include "collectives/reduce_kernels.h"
 
-#include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <cstring>
-#include <limits>
+
+#include "collectives/reduce_kernels_impl.h"
+#include "runtime/log.h"
 
 namespace weft {
 
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1f, mant = h & 0x3ffu, bits;
-  if (exp == 0) {
-    if (mant == 0) {
-      bits = sign;
-    } else {  // subnormal: normalise
-      exp = 127 - 15 + 1;
-      while (!(mant & 0x400u)) { mant <<= 1; --exp; }
-      bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+float half_to_float(uint16_t h) { return kern::h2f(h); }
+uint16_t float_to_half(float f) { return kern::f2h(f); }
+float bf16_to_float(uint16_t b) { return kern::b2f(b); }
+uint16_t float_to_bf16(float f) { return kern::f2b(f); }
+
+namespace kern {
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kSse2: return "sse2";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+  }
+  return "?";
+}
+
+bool parse_isa(const char* name, Isa* out) {
+  for (int i = 0; i < kNumIsas; ++i) {
+    if (std::strcmp(name, isa_name(static_cast<Isa>(i))) == 0) {
+      *out = static_cast<Isa>(i);
+      return true;
     }
-  } else if (exp == 31) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
   }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
+  return false;
 }
 
-uint16_t float_to_half(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t absx = x & 0x7fffffffu;
-  if (absx >= 0x7f800000u) return static_cast<uint16_t>(sign | 0x7c00u | (absx > 0x7f800000u ? 0x200u : 0));
-  if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // overflow -> inf
-  if (absx < 0x38800000u) {  // subnormal or zero in half
-    if (absx < 0x33000000u) return static_cast<uint16_t>(sign);
-    uint32_t e = absx >> 23, m = (absx & 0x7fffffu) | 0x800000u;
-    uint32_t shift = 126 - e;  // 14 - (e-127) + 13 ... = 113 - e + 13
-    shift = 113 - e + 13;
-    uint32_t r = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rem > half || (rem == half && (r & 1))) ++r;
-    return static_cast<uint16_t>(sign | r);
+bool isa_supported(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar:
+    case Isa::kSse2:
+      return true;  // baseline of the target (SSE2 on x86-64)
+#if defined(WEFT_REDUCE_X86)
+    // __builtin_cpu_supports also checks that the OS saves the AVX / AVX-512 state (XCR0).
+    case Isa::kAvx2:
+      return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    case Isa::kAvx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+             __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+#else
+    case Isa::kAvx2:
+    case Isa::kAvx512:
+      return false;
+#endif
   }
-  uint32_t r = ((absx - 0x38000000u) >> 13);
-  uint32_t rem = absx & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (r & 1))) ++r;
-  return static_cast<uint16_t>(sign | r);
+  return false;
 }
 
-float bf16_to_float(uint16_t b) {
-  uint32_t bits = static_cast<uint32_t>(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-uint16_t float_to_bf16(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
+Isa best_isa() {
+  for (int i = kNumIsas - 1; i > 0; --i) {
+    if (isa_supported(static_cast<Isa>(i))) return static_cast<Isa>(i);
+  }
+  return Isa::kScalar;
 }
 
 namespace {
 
-template <typename T>
-struct Plain {
-  using V = T;
-  static V load(T x) { return x; }
-  static T store(V v) { return v; }
-};
-struct Half {
-  using V = float;
-  static V load(uint16_t x) { return half_to_float(x); }
-  static uint16_t store(V v) { return float_to_half(v); }
-};
-struct Bf16 {
-  using V = float;
-  static V load(uint16_t x) { return bf16_to_float(x); }
-  static uint16_t store(V v) { return float_to_bf16(v); }
-};
-
-template <typename V>
-inline V apply(RedOp op, V a, V b) {
-  switch (op) {
-    case RedOp::kSum: case RedOp::kAvg: return static_cast<V>(a + b);
-    case RedOp::kProd: return static_cast<V>(a * b);
-    case RedOp::kMin: return b < a ? b : a;
-    case RedOp::kMax: return b > a ? b : a;
+Isa choose_isa() {
+  const Isa best = best_isa();
+  const char* env = std::getenv("WEFT_REDUCE_ISA");
+  if (env == nullptr || *env == '\0') return best;
+  Isa want;
+  if (!parse_isa(env, &want)) {
+    WEFT_LOG_WARN("WEFT_REDUCE_ISA={} is not one of scalar|sse2|avx2|avx512; using {}", env, isa_name(best));
+    return best;
   }
-  return a;
+  if (!isa_supported(want)) {
+    WEFT_LOG_WARN("WEFT_REDUCE_ISA={}: not supported by this CPU or build; using {}", env, isa_name(best));
+    return best;
+  }
+  WEFT_LOG_INFO("reduction kernels: {} (forced by WEFT_REDUCE_ISA)", isa_name(want));
+  return want;
 }
 
-template <typename T, typename C, RedOp Op>
-void loop(T* __restrict dst, const T* a, const T* b, size_t n) {
-  for (size_t i = 0; i < n; ++i) dst[i] = C::store(apply<typename C::V>(Op, C::load(a[i]), C::load(b[i])));
+std::array<KernelTable, kNumIsas> build_tables() {
+  std::array<KernelTable, kNumIsas> t{};
+  fill_table_scalar(&t[static_cast<int>(Isa::kScalar)]);
+  fill_table_sse2(&t[static_cast<int>(Isa::kSse2)]);
+#if defined(WEFT_REDUCE_X86)
+  // Storing the pointers is harmless on any CPU; only isa_supported() variants are ever called.
+  fill_table_avx2(&t[static_cast<int>(Isa::kAvx2)]);
+  fill_table_avx512(&t[static_cast<int>(Isa::kAvx512)]);
+#else
+  t[static_cast<int>(Isa::kAvx2)] = t[static_cast<int>(Isa::kSse2)];
+  t[static_cast<int>(Isa::kAvx512)] = t[static_cast<int>(Isa::kSse2)];
+#endif
+  return t;
 }
 
-template <typename T, typename C>
-void dispatch_op(RedOp op, T* dst, const T* a, const T* b, size_t n) {
-  switch (op) {
-    case RedOp::kSum: case RedOp::kAvg: return loop<T, C, RedOp::kSum>(dst, a, b, n);
-    case RedOp::kProd: return loop<T, C, RedOp::kProd>(dst, a, b, n);
-    case RedOp::kMin: return loop<T, C, RedOp::kMin>(dst, a, b, n);
-    case RedOp::kMax: return loop<T, C, RedOp::kMax>(dst, a, b, n);
-  }
+const KernelTable& active_table() {
+  static const KernelTable* const t = &table(active_isa());
+  return *t;
+}
+
+bool valid(DataType type, RedOp op) {
+  return static_cast<unsigned>(type) < static_cast<unsigned>(kNumDataTypes) &&
+         static_cast<unsigned>(op) < static_cast<unsigned>(kNumRedOps);
 }
 
 }  // namespace
 
+Isa active_isa() {
+  static const Isa isa = choose_isa();
+  return isa;
+}
+
+const KernelTable& table(Isa isa) {
+  static const std::array<KernelTable, kNumIsas> tables = build_tables();
+  return tables[static_cast<int>(isa)];
+}
+
+}  // namespace kern
+
 void reduce_into(DataType type, RedOp op, void* dst, const void* a, const void* b, size_t count) {
-  switch (type) {
-#define WEFT_CASE(E, T, C) \
-  case DataType::E: return dispatch_op<T, C>(op, static_cast<T*>(dst), static_cast<const T*>(a), static_cast<const T*>(b), count);
-    WEFT_CASE(kInt8, int8_t, Plain<int8_t>)
-    WEFT_CASE(kUint8, uint8_t, Plain<uint8_t>)
-    WEFT_CASE(kInt32, int32_t, Plain<int32_t>)
-    WEFT_CASE(kInt64, int64_t, Plain<int64_t>)
-    WEFT_CASE(kFloat16, uint16_t, Half)
-    WEFT_CASE(kBfloat16, uint16_t, Bf16)
-    WEFT_CASE(kFloat32, float, Plain<float>)
-    WEFT_CASE(kFloat64, double, Plain<double>)
-#undef WEFT_CASE
-  }
+  if (count == 0 || !kern::valid(type, op)) return;
+  kern::active_table().reduce[static_cast<int>(type)][static_cast<int>(op)](dst, a, b, count);
 }
 
 void reduce_inplace(DataType type, RedOp op, void* dst, const void* src, size_t count) {
@@ -131,18 +135,10 @@ void reduce_inplace(DataType type, RedOp op, void* dst, const void* src, size_t 
 }
 
 void finish_avg(DataType type, void* buf, size_t count, int nranks) {
-  switch (type) {
-    case DataType::kInt8: { auto* p = static_cast<int8_t*>(buf); for (size_t i = 0; i < count; ++i) p[i] = static_cast<int8_t>(p[i] / nranks); break; }
-    case DataType::kUint8: { auto* p = static_cast<uint8_t*>(buf); for (size_t i = 0; i < count; ++i) p[i] = static_cast<uint8_t>(p[i] / nranks); break; }
-    case DataType::kInt32: { auto* p = static_cast<int32_t*>(buf); for (size_t i = 0; i < count; ++i) p[i] /= nranks; break; }
-    case DataType::kInt64: { auto* p = static_cast<int64_t*>(buf); for (size_t i = 0; i < count; ++i) p[i] /= nranks; break; }
-    case DataType::kFloat16: { auto* p = static_cast<uint16_t*>(buf); for (size_t i = 0; i < count; ++i) p[i] = float_to_half(half_to_float(p[i]) / static_cast<float>(nranks)); break; }
-    case DataType::kBfloat16: { auto* p = static_cast<uint16_t*>(buf); for (size_t i = 0; i < count; ++i) p[i] = float_to_bf16(bf16_to_float(p[i]) / static_cast<float>(nranks)); break; }
-    case DataType::kFloat32: { auto* p = static_cast<float*>(buf); for (size_t i = 0; i < count; ++i) p[i] /= static_cast<float>(nranks); break; }
-    case DataType::kFloat64: { auto* p = static_cast<double*>(buf); for (size_t i = 0; i < count; ++i) p[i] /= nranks; break; }
-  }
+  if (count == 0 || nranks <= 1 || !kern::valid(type, RedOp::kAvg)) return;
+  kern::active_table().finish_avg[static_cast<int>(type)](buf, count, nranks);
 }
 
-const char* reduce_kernel_isa() { return "scalar"; }
+const char* reduce_kernel_isa() { return kern::isa_name(kern::active_isa()); }
 
 }  // namespace weft

@@ -10,9 +10,12 @@ namespace weft {
 
 // dst[i] = dst[i] OP src[i] for i < count. For kAvg this is a sum (the division comes from
 // finish_avg). float16/bfloat16 are widened to float32, combined, and rounded back (nearest even).
+// Integer sum/prod wrap (two's complement). Float min/max propagate NaN: a NaN src wins, else a
+// NaN dst stays; equal values (+0/-0 too) keep dst. Pointers must be aligned to the element size;
+// buffers must not partially overlap. See docs/KERNELS.md.
 void reduce_inplace(DataType type, RedOp op, void* dst, const void* src, size_t count);
 
-// dst[i] = a[i] OP b[i] (dst may alias a or b).
+// dst[i] = a[i] OP b[i] (dst may alias a or b exactly). For min/max, a takes the role of dst above.
 void reduce_into(DataType type, RedOp op, void* dst, const void* a, const void* b, size_t count);
 
 // The last step of kAvg over nranks contributions: buf[i] = buf[i] / nranks. Integers divide
