@@ -31,8 +31,7 @@ void send_cb(void* request, ucs_status_t status, void* user_data) {
     op->error = ErrorCode::kRemoteError;
     op->error_message = ucs_status_string(status);
   }
-  op->impl = nullptr;
-  ucp_request_free(request);
+  (void)request;  // freed by UcxTransport::sweep, never here: shutdown may still cancel it
   op->state.store(status == UCS_OK ? TransportOp::kDone : TransportOp::kFailed, std::memory_order_release);
 }
 
@@ -49,8 +48,7 @@ void recv_cb(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info
     op->error = ErrorCode::kRemoteError;
     op->error_message = ucs_status_string(status);
   }
-  op->impl = nullptr;
-  ucp_request_free(request);
+  (void)request;  // freed by UcxTransport::sweep, never here: shutdown may still cancel it
   op->state.store(status == UCS_OK ? TransportOp::kDone : TransportOp::kFailed, std::memory_order_release);
 }
 
@@ -104,7 +102,7 @@ UcxTransport::UcxTransport(std::shared_ptr<Store> store, int rank, int size, Mil
     ucx_check("ucp_ep_create", ucp_ep_create(worker_, &ep, &eps_[p]));
     ep_args_.push_back(std::move(arg));
   }
-  posted_.reserve(1024);
+  outstanding_.reserve(1024);
 }
 
 UcxTransport::~UcxTransport() {
@@ -137,11 +135,16 @@ std::string UcxTransport::peer_failure(int peer) const {
   return failures_[peer];
 }
 
-void UcxTransport::track(TransportOp* op) {
-  if (posted_.size() >= 1024) {
-    std::erase_if(posted_, [](TransportOp* o) { return !o->pending(); });
-  }
-  posted_.push_back(op);
+void UcxTransport::track(void* request, bool is_recv) { outstanding_.push_back({request, is_recv}); }
+
+void UcxTransport::sweep() {
+  // Requests are freed here rather than in their callbacks, so that every pointer in
+  // outstanding_ stays valid until UCX has finished with it (shutdown may still cancel it).
+  std::erase_if(outstanding_, [](const Outstanding& o) {
+    if (ucp_request_check_status(o.req) == UCS_INPROGRESS) return false;
+    ucp_request_free(o.req);
+    return true;
+  });
 }
 
 void UcxTransport::post_send(int peer, uint64_t tag, const void* buf, size_t len, TransportOp* op) {
@@ -168,7 +171,7 @@ void UcxTransport::post_send(int peer, uint64_t tag, const void* buf, size_t len
     op->state.store(TransportOp::kFailed, std::memory_order_release);
   } else {
     op->impl = req;
-    track(op);
+    track(req, false);
   }
 }
 
@@ -204,13 +207,14 @@ void UcxTransport::post_recv(int peer, uint64_t tag, uint64_t mask, void* buf, s
     op->state.store(TransportOp::kFailed, std::memory_order_release);
   } else {
     op->impl = req;
-    track(op);
+    track(req, true);
   }
 }
 
 bool UcxTransport::progress() {
   bool any = false;
   while (ucp_worker_progress(worker_)) any = true;
+  if (any || outstanding_.size() > 256) sweep();
   return any;
 }
 
@@ -234,22 +238,25 @@ void UcxTransport::shutdown(const std::string& why) {
   shut_ = true;
   // Cancel receives, force-close endpoints (which fails their sends), and progress until every
   // operation has completed, so that nothing touches the caller's buffers afterwards.
-  for (TransportOp* op : posted_) {
-    if (op->pending() && op->impl) ucp_request_cancel(worker_, op->impl);
-  }
+  // Receives (which write into the caller's buffers) must be gone before this returns; sends
+  // only read, and a rendezvous send whose peer never asks for the data may stay pending for
+  // ever, so they get a short grace and are then left to the worker's destruction.
+  sweep();
+  for (auto& o : outstanding_) ucp_request_cancel(worker_, o.req);
   close_endpoints(true);
   auto deadline = Clock::now() + std::chrono::seconds(10);
+  auto send_grace = Clock::now() + std::chrono::milliseconds(200);
   for (;;) {
     ucp_worker_progress(worker_);
-    bool pending = false;
-    for (TransportOp* op : posted_) pending |= op->pending();
-    if (!pending) break;
+    sweep();
+    bool recv_pending = false;
+    for (auto& o : outstanding_) recv_pending |= o.is_recv;
+    if (outstanding_.empty() || (!recv_pending && Clock::now() > send_grace)) break;
     if (Clock::now() > deadline) {
-      WEFT_LOG_ERROR("UCX shutdown: operations still pending after 10 s ({})", why);
+      WEFT_LOG_ERROR("UCX shutdown: {} operations still pending after 10 s ({})", outstanding_.size(), why);
       break;
     }
   }
-  posted_.clear();
 }
 
 void UcxTransport::close_endpoints(bool force) {

@@ -38,7 +38,8 @@ class UcxTransport : public Transport {
   void on_peer_error(int peer, ucs_status_t status);
 
  private:
-  void track(TransportOp* op);
+  void track(void* request, bool is_recv);
+  void sweep();
   void close_endpoints(bool force);
 
   int rank_, size_;
@@ -51,7 +52,11 @@ class UcxTransport : public Transport {
     int peer;
   };
   std::vector<std::unique_ptr<EpErrorArg>> ep_args_;
-  std::vector<TransportOp*> posted_;
+  struct Outstanding {
+    void* req;
+    bool is_recv;
+  };
+  std::vector<Outstanding> outstanding_;  // UCX requests not yet freed
   bool shut_ = false;
   mutable std::mutex failure_mu_;
   std::vector<std::string> failures_;

@@ -80,7 +80,7 @@ int expect_failure(weft::Comm& comm, const char* mode) {
       }).detach();
     }
     if (!std::strcmp(mode, "absent") && r == 1) {
-      std::this_thread::sleep_for(std::chrono::seconds(30));
+      std::this_thread::sleep_for(std::chrono::seconds(6));
       return 0;
     }
     if (!std::strcmp(mode, "abort") && r == 0) {
@@ -92,7 +92,7 @@ int expect_failure(weft::Comm& comm, const char* mode) {
     size_t count = big.size();
     if (!std::strcmp(mode, "mismatch") && r == 1) count -= 1;
     if (!std::strcmp(mode, "abort") && r != 0) {
-      std::this_thread::sleep_for(std::chrono::seconds(30));  // rank 0 waits on us, then aborts
+      std::this_thread::sleep_for(std::chrono::seconds(4));  // rank 0 waits on us, then aborts
       return 0;
     }
     for (int it = 0; it < 1000000; ++it) {
