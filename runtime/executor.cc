@@ -14,6 +14,9 @@ using Clock = std::chrono::steady_clock;
 void Executor::grow(size_t steps) {
   if (steps > ops_capacity_) {
     size_t cap = std::max<size_t>(steps, ops_capacity_ * 2);
+    // The transport may still hold pointers to the old (finished) ops (UCX keeps its posted list
+    // until the next prune or shutdown): keep them alive with the executor.
+    if (ops_) retired_ops_.push_back(std::move(ops_));
     ops_ = std::make_unique<TransportOp[]>(cap);
     ops_capacity_ = cap;
   }

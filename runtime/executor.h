@@ -60,6 +60,7 @@ class Executor {
   std::vector<StepId> inflight_;
   std::unique_ptr<TransportOp[]> ops_;
   size_t ops_capacity_ = 0;
+  std::vector<std::unique_ptr<TransportOp[]>> retired_ops_;  // outgrown; at most as large as ops_
 };
 
 }  // namespace weft
