@@ -55,7 +55,18 @@ std::vector<const Algorithm*> algorithms_for(CollectiveKind kind) {
   return out;
 }
 
-const Algorithm* default_algorithm(CollectiveKind kind, uint64_t /*bytes*/, int /*nranks*/) {
+// Crossovers measured with benchmarks/algo_crossover (docs/ALGORITHMS.md has the tables): latency-
+// bound sizes go to the logarithmic algorithms, bandwidth-bound ones to the pipelined ring/chain.
+const Algorithm* default_algorithm(CollectiveKind kind, uint64_t bytes, int nranks) {
+  const char* id = nullptr;
+  switch (kind) {
+    case CollectiveKind::kAllReduce: id = nranks > 1 && bytes <= (512u << 10) ? "rhd" : "ring"; break;
+    case CollectiveKind::kBroadcast: id = bytes < (32u << 10) ? "binomial" : "chain"; break;
+    case CollectiveKind::kReduce: id = bytes <= (256u << 10) ? "binomial" : "chain"; break;
+    default: break;
+  }
+  if (id)
+    if (const Algorithm* a = find_algorithm(id, kind)) return a;
   auto all = algorithms_for(kind);
   return all.empty() ? nullptr : all.front();
 }
