@@ -275,6 +275,7 @@ const Schedule& Communicator::schedule_for(const CollectiveArgs& a) {
   if (schedules_.size() > 4096) schedules_.clear();
   AlgoOptions opt;
   opt.slice_bytes = config_.slice_bytes;
+  opt.channels = config_.channels;
   Schedule s;
   if (a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) {
     s = build_p2p_schedule(a, rank_, size_);

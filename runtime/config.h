@@ -18,6 +18,7 @@ struct CommConfig {
   std::chrono::microseconds spin{50};          // WEFT_SPIN_US: busy-poll before sleeping
   std::string algo;                            // WEFT_ALGO: force an algorithm ("" = choose)
   uint64_t slice_bytes = 512 * 1024;           // WEFT_SLICE_BYTES: pipelining granularity
+  int channels = 1;                            // WEFT_NCHANNELS: parallel rings/trees (1..16)
   std::string transport = "ucx";               // WEFT_TRANSPORT: ucx (processes)
   bool ucx_peer_errors = false;                // WEFT_UCX_ERR_MODE=peer|none
 

@@ -10,8 +10,28 @@ const std::vector<Algorithm>& algorithm_table() {
   using K = CollectiveKind;
   static const std::vector<Algorithm> table = {
       {"ring", "Pipelined ring: reduce-scatter then all-gather around r -> r+1, sliced so that the "
-               "reduction of one slice overlaps the transfer of the next.",
+               "reduction of one slice overlaps the transfer of the next; opt.channels independent rings "
+               "(odd ones reversed) over parts of the buffer.",
        {K::kAllReduce}, build_ring_allreduce},
+      {"tree", "Double binary tree: each half of the buffer is reduced up one of two complementary "
+               "binary trees and broadcast back down it, pipelined in slices.",
+       {K::kAllReduce}, build_tree_allreduce},
+      {"rhd", "Recursive halving-doubling (Rabenseifner): reduce-scatter by recursive halving, all-gather "
+              "by recursive doubling; extra ranks of a non-power-of-two fold into partners first.",
+       {K::kAllReduce}, build_rhd_allreduce},
+      {"ring", "Pipelined ring reduce-scatter: block c travels c+1 -> ... -> c, combined on the way.",
+       {K::kReduceScatter}, build_ring_reducescatter},
+      {"ring", "Pipelined ring all-gather: every block travels n-1 hops around r -> r+1.",
+       {K::kAllGather}, build_ring_allgather},
+      {"chain", "Pipelined chain broadcast root -> root+1 -> ... -> root-1.", {K::kBroadcast}, build_chain_broadcast},
+      {"binomial", "Binomial-tree broadcast: ceil(log2 n) rounds, slices pipelined.", {K::kBroadcast},
+       build_binomial_broadcast},
+      {"chain", "Pipelined chain reduce root-1 -> root-2 -> ... -> root; partial results in scratch.",
+       {K::kReduce}, build_chain_reduce},
+      {"binomial", "Binomial-tree reduce: ceil(log2 n) levels, non-root accumulators in scratch.", {K::kReduce},
+       build_binomial_reduce},
+      {"pairwise", "Pairwise all-to-all: n-1 rounds exchanging with r+k / r-k; in place through scratch.",
+       {K::kAllToAll}, build_pairwise_alltoall},
       {"dissemination", "Dissemination barrier: ceil(log2 n) rounds of zero-byte messages to r+2^k.",
        {K::kBarrier}, build_dissemination_barrier},
   };
@@ -35,7 +55,18 @@ std::vector<const Algorithm*> algorithms_for(CollectiveKind kind) {
   return out;
 }
 
-const Algorithm* default_algorithm(CollectiveKind kind, uint64_t /*bytes*/, int /*nranks*/) {
+// Crossovers measured with benchmarks/algo_crossover (docs/ALGORITHMS.md has the tables): latency-
+// bound sizes go to the logarithmic algorithms, bandwidth-bound ones to the pipelined ring/chain.
+const Algorithm* default_algorithm(CollectiveKind kind, uint64_t bytes, int nranks) {
+  const char* id = nullptr;
+  switch (kind) {
+    case CollectiveKind::kAllReduce: id = nranks > 1 && bytes <= (512u << 10) ? "rhd" : "ring"; break;
+    case CollectiveKind::kBroadcast: id = bytes < (32u << 10) ? "binomial" : "chain"; break;
+    case CollectiveKind::kReduce: id = bytes <= (256u << 10) ? "binomial" : "chain"; break;
+    default: break;
+  }
+  if (id)
+    if (const Algorithm* a = find_algorithm(id, kind)) return a;
   auto all = algorithms_for(kind);
   return all.empty() ? nullptr : all.front();
 }

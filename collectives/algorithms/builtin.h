@@ -6,4 +6,14 @@ namespace weft {
 Schedule build_p2p_schedule(const CollectiveArgs& a, int rank, int nranks);
 // Dissemination barrier: ceil(log2 n) rounds; in round k rank r signals r+2^k and waits for r-2^k.
 void build_dissemination_barrier(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+// All-reduce: double binary tree (tree_allreduce.cc), recursive halving-doubling (rhd_allreduce.cc).
+void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_ring_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_ring_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_chain_broadcast(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_binomial_broadcast(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_chain_reduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_binomial_reduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_pairwise_alltoall(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 }  // namespace weft

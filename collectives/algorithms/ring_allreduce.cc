@@ -1,66 +1,59 @@
-// Ring all-reduce: a reduce-scatter followed by an all-gather around the ring r -> r+1, the data
-// cut into nranks chunks and every chunk into slices that pipeline: slice j of step s+1 is sent as
-// soon as slice j of step s is reduced, so reduction and transfer overlap.
+// Ring all-reduce: a reduce-scatter followed by an all-gather around a ring, the data cut into
+// nranks chunks and every chunk into slices that pipeline: slice j of step s+1 is sent as soon as
+// slice j of step s is reduced, so reduction and transfer overlap.
 //
-// Determinism: chunk c is reduced in ring order starting at rank c+1 and ends at its owner, which
-// sends the final bytes to everyone: every rank holds bitwise-identical results, on every run.
+// Channels (opt.channels): the buffer is split into that many contiguous parts, each reduced by
+// its own independent ring; with more than two ranks odd channels run the ring backwards
+// (r -> r-1), so both directions of every link carry data. Every channel is a self-consistent
+// schedule, emitted one after the other, so the k-th message a->b still matches the k-th receive.
+//
+// Determinism: chunk c of a channel is reduced in ring order starting at the rank after its owner
+// and ends at its owner, which sends the final bytes to everyone: every rank holds
+// bitwise-identical results, on every run.
 #include "collectives/algorithms/ring.h"
+#include "collectives/algorithms/slicing.h"
 
 namespace weft {
+namespace {
 
-void build_ring_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
-  const int n = b.nranks(), r = b.rank();
+// One ring over elements [first, first+count); ring position p is rank pos_to_rank(p). Scratch
+// (in place only) from scratch_base; returns the end of the scratch it uses.
+uint64_t build_ring_part(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt, uint64_t first,
+                         uint64_t count, bool reverse, uint64_t scratch_base) {
+  const int n = b.nranks();
   const uint64_t es = dtype_size(a.dtype);
-  const uint64_t total = a.count * es;
-  if (a.count == 0) return;
-  if (n == 1) {
-    if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, total);
-    return;
-  }
-  const int next = (r + 1) % n, prev = (r + n - 1) % n;
-  // Chunk c covers elements [chunk_el(c), chunk_el(c+1)); every chunk has the same slice count.
-  auto chunk_el = [&](uint64_t c) { return part_offset(a.count, n, c); };
-  uint64_t max_chunk_bytes = (chunk_el(1) - chunk_el(0)) * es;
-  uint64_t slices = std::max<uint64_t>(1, (max_chunk_bytes + opt.slice_bytes - 1) / opt.slice_bytes);
-  auto slice_range = [&](int c, uint64_t j, uint64_t* off, uint64_t* bytes) {
-    uint64_t c0 = chunk_el(c), cn = chunk_el(c + 1) - c0;
-    uint64_t s0 = part_offset(cn, slices, j), s1 = part_offset(cn, slices, j + 1);
-    *off = (c0 + s0) * es;
-    *bytes = (s1 - s0) * es;
-  };
+  auto pos_to_rank = [&](int p) { return reverse ? mod(-p, n) : mod(p, n); };
+  const int r = reverse ? mod(-b.rank(), n) : b.rank();  // this rank's ring position
+  const int next = pos_to_rank(r + 1), prev = pos_to_rank(r - 1);
+  // Chunk c covers elements [chunk_el(c), chunk_el(c+1)) of the part; every chunk has the same
+  // slice count.
+  auto chunk_el = [&](uint64_t c) { return part_offset(count, n, c); };
+  const uint64_t slices = slices_for(chunk_el(1) - chunk_el(0), es, opt.slice_bytes);
+  auto chunk = [&](int c) { return SlicedRange(first + chunk_el(c), chunk_el(c + 1) - chunk_el(c), es, slices); };
   // In place, incoming partial sums land in scratch slots (reused round-robin); out of place they
   // land straight in the receive buffer and are reduced with the send buffer.
-  const uint64_t kSlots = 4;
-  const uint64_t max_chunk_el = chunk_el(1) - chunk_el(0);
-  const uint64_t slot_bytes = (max_chunk_el + slices - 1) / slices * es;
-  if (a.in_place) b.need_scratch(kSlots * slot_bytes);
-  std::vector<StepId> slot_user(kSlots, kNoStep);
-  uint64_t slot_next = 0;
+  SlotRing slots(scratch_base, chunk(0).max_bytes(), 4);
 
-  // rs_send[s][j]: the send of step s, slice j (needed by the all-gather's receive, WAR hazard);
-  // last_write[j]: the step that last produced slice j of the chunk about to be sent.
+  // rs_send[s][j]: the send of step s, slice j (the all-gather's receive into the same bytes
+  // must wait for it: write after read); ready[j]: the step that produced slice j of the chunk
+  // about to be sent.
   std::vector<std::vector<StepId>> rs_send(n - 1, std::vector<StepId>(slices, kNoStep));
   std::vector<StepId> ready(slices, kNoStep);
   for (int s = 0; s < n - 1; ++s) {
-    int send_chunk = ((r - s) % n + n) % n;
-    int recv_chunk = ((r - s - 1) % n + n) % n;
+    SlicedRange out = chunk(mod(r - s, n)), in = chunk(mod(r - s - 1, n));
     std::vector<StepId> produced(slices, kNoStep);
     for (uint64_t j = 0; j < slices; ++j) {
-      uint64_t off, bytes;
-      slice_range(send_chunk, j, &off, &bytes);
-      if (bytes) {
-        Ref src{s == 0 ? Buf::kSend : Buf::kRecv, off};
-        rs_send[s][j] = b.send(next, src, bytes, {ready[j]});
+      if (out.bytes(j)) {
+        Ref src{s == 0 && !a.in_place ? Buf::kSend : Buf::kRecv, out.off(j)};
+        rs_send[s][j] = b.send(next, src, out.bytes(j), {ready[j]});
       }
-      slice_range(recv_chunk, j, &off, &bytes);
+      const uint64_t off = in.off(j), bytes = in.bytes(j);
       if (!bytes) continue;
       if (a.in_place) {
-        uint64_t slot = slot_next++ % kSlots;
-        Ref tmp{Buf::kScratch, slot * slot_bytes};
-        StepId rv = b.recv(prev, tmp, bytes, {slot_user[slot]});
-        StepId red = b.reduce({Buf::kRecv, off}, tmp, bytes, {rv});
-        slot_user[slot] = red;
-        produced[j] = red;
+        auto slot = slots.take();
+        StepId rv = b.recv(prev, slot.ref, bytes, {slot.last_user});
+        produced[j] = b.reduce({Buf::kRecv, off}, slot.ref, bytes, {rv});
+        slots.release(slot, produced[j]);
       } else {
         StepId rv = b.recv(prev, {Buf::kRecv, off}, bytes);
         produced[j] = b.reduce({Buf::kRecv, off}, {Buf::kSend, off}, bytes, {rv});
@@ -69,20 +62,37 @@ void build_ring_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
     }
     ready = produced;
   }
-  // All-gather: the owned chunk is (r+1) mod n; forward what arrives.
+  // All-gather: the owned chunk is r+1; forward what arrives.
   for (int s = 0; s < n - 1; ++s) {
-    int send_chunk = ((r + 1 - s) % n + n) % n;
-    int recv_chunk = ((r - s) % n + n) % n;
+    SlicedRange out = chunk(mod(r + 1 - s, n)), in = chunk(mod(r - s, n));
     std::vector<StepId> produced(slices, kNoStep);
     for (uint64_t j = 0; j < slices; ++j) {
-      uint64_t off, bytes;
-      slice_range(send_chunk, j, &off, &bytes);
-      if (bytes) b.send(next, {Buf::kRecv, off}, bytes, {ready[j]});
-      slice_range(recv_chunk, j, &off, &bytes);
-      if (bytes) produced[j] = b.recv(prev, {Buf::kRecv, off}, bytes, {rs_send[s][j]});
+      if (out.bytes(j)) b.send(next, {Buf::kRecv, out.off(j)}, out.bytes(j), {ready[j]});
+      if (in.bytes(j)) produced[j] = b.recv(prev, {Buf::kRecv, in.off(j)}, in.bytes(j), {rs_send[s][j]});
     }
     ready = produced;
   }
+  return a.in_place ? slots.end() : scratch_base;
+}
+
+}  // namespace
+
+void build_ring_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
+  const int n = b.nranks();
+  const uint64_t es = dtype_size(a.dtype);
+  if (a.count == 0) return;
+  if (n == 1) {
+    if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * es);
+    return;
+  }
+  const uint64_t channels = std::clamp<uint64_t>(static_cast<uint64_t>(std::max(opt.channels, 1)), 1,
+                                                 std::max<uint64_t>(1, a.count / n));
+  uint64_t scratch = 0;
+  for (uint64_t c = 0; c < channels; ++c) {
+    uint64_t first = part_offset(a.count, channels, c), count = part_offset(a.count, channels, c + 1) - first;
+    scratch = build_ring_part(b, a, opt, first, count, n > 2 && (c % 2 == 1), scratch);
+  }
+  b.need_scratch(scratch);
 }
 
 }  // namespace weft

@@ -1,0 +1,100 @@
+// Recursive halving-doubling all-reduce (Rabenseifner): a reduce-scatter by recursive halving
+// followed by an all-gather by recursive doubling, over the largest power of two p <= n.
+//
+// Non-powers of two: with rem = n - p, ranks 0..2*rem-1 pair up first (fold): the even rank of
+// each pair sends its whole vector to the odd one, which combines them and takes part in the
+// power-of-two algorithm as "new rank" r/2; ranks from 2*rem on are new rank r - rem. At the end
+// the odd rank sends the finished vector back to its even partner (unfold).
+//
+// Halving: at distance m = p/2, p/4, ..., 1 a new rank keeps the lower half of its current block
+// range when its bit m is clear (the upper half otherwise), sends the other half to partner
+// (new rank ^ m) and combines the half it keeps: mine OP theirs. After log2 p steps new rank q
+// owns block q of p (elements part_offset(count, p, q)); doubling retraces the steps in reverse.
+//
+// Determinism: each block's value is computed by exactly one rank in a fixed sequence of
+// combinations and then only copied: every rank ends with the same bits, on every run.
+#include "collectives/algorithms/builtin.h"
+#include "collectives/algorithms/slicing.h"
+
+namespace weft {
+
+void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions&) {
+  const int n = b.nranks(), r = b.rank();
+  const uint64_t es = dtype_size(a.dtype), total = a.count * es;
+  if (a.count == 0) return;
+  if (n == 1) {
+    if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, total);
+    return;
+  }
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  const int newrank = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
+  auto real_rank = [&](int q) { return q < rem ? 2 * q + 1 : q + rem; };
+  b.need_scratch(total);  // one incoming half (or the whole vector when folding)
+
+  // Where this rank's current data lives: the send buffer until it first combines.
+  Buf cur = a.in_place ? Buf::kRecv : Buf::kSend;
+  StepId last = kNoStep;            // the last combination (orders the scratch reuse)
+  std::vector<StepId> reads;        // sends out of the receive buffer (write-after-read)
+  if (r < 2 * rem) {
+    if (newrank < 0) {  // even: hand everything to r+1, get the result back at the end
+      StepId s = b.send(r + 1, {cur, 0}, total);
+      b.recv(r + 1, {Buf::kRecv, 0}, total, {s});
+      return;
+    }
+    StepId rv = b.recv(r - 1, {Buf::kScratch, 0}, total);
+    last = b.reduce3({Buf::kRecv, 0}, {cur, 0}, {Buf::kScratch, 0}, total, {rv});
+    cur = Buf::kRecv;
+  }
+  auto range = [&](int lo, int hi, uint64_t* off, uint64_t* bytes) {
+    *off = part_offset(a.count, p, lo) * es;
+    *bytes = part_offset(a.count, p, hi) * es - *off;
+  };
+  int lo = 0, hi = p;
+  for (int m = p / 2; m >= 1; m /= 2) {
+    const int partner = real_rank(newrank ^ m), mid = (lo + hi) / 2;
+    const bool lower = (newrank & m) == 0;
+    uint64_t soff, sbytes, koff, kbytes;
+    range(lower ? mid : lo, lower ? hi : mid, &soff, &sbytes);
+    range(lower ? lo : mid, lower ? mid : hi, &koff, &kbytes);
+    if (sbytes) {
+      StepId s = b.send(partner, {cur, soff}, sbytes, {last});
+      if (cur == Buf::kRecv) reads.push_back(s);
+    }
+    if (kbytes) {
+      StepId rv = b.recv(partner, {Buf::kScratch, 0}, kbytes, {last});
+      last = b.reduce3({Buf::kRecv, koff}, {cur, koff}, {Buf::kScratch, 0}, kbytes, {rv, last});
+    }
+    // Out of place, the first step leaves the half it sent in the send buffer; later steps only
+    // read the half they combined, which is in the receive buffer now.
+    cur = Buf::kRecv;
+    if (lower) hi = mid;
+    else lo = mid;
+  }
+  uint64_t off, bytes;
+  range(lo, hi, &off, &bytes);
+  if (a.op == RedOp::kAvg && bytes) last = b.avg({Buf::kRecv, off}, bytes, {last});
+  // Doubling: exchange the owned range with the partner of each halving step, in reverse.
+  for (int m = 1; m < p; m *= 2) {
+    const int partner = real_rank(newrank ^ m);
+    const bool lower = (newrank & m) == 0;
+    const int width = hi - lo;
+    const int plo = lower ? hi : lo - width, phi = lower ? hi + width : lo;
+    uint64_t poff, pbytes;
+    range(plo, phi, &poff, &pbytes);
+    StepId s = bytes ? b.send(partner, {Buf::kRecv, off}, bytes, {last}) : kNoStep;
+    if (pbytes) {
+      StepId rv = b.recv(partner, {Buf::kRecv, poff}, pbytes, {last});
+      for (StepId x : reads) b.add_dep(rv, x);
+      last = rv;
+    }
+    if (s != kNoStep) reads.push_back(s);
+    lo = std::min(lo, plo);
+    hi = std::max(hi, phi);
+    range(lo, hi, &off, &bytes);
+  }
+  if (r < 2 * rem) b.send(r - 1, {Buf::kRecv, 0}, total, {last});
+}
+
+}  // namespace weft

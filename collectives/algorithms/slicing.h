@@ -1,0 +1,54 @@
+// Helpers shared by the algorithm files: cutting element ranges into slices, and round-robin
+// scratch slots with their write-after-read dependencies.
+#pragma once
+#include <algorithm>
+#include <vector>
+
+#include "collectives/collective.h"
+
+namespace weft {
+
+// A contiguous element range cut into `slices` parts whose sizes differ by at most one.
+struct SlicedRange {
+  uint64_t first_el = 0, count = 0, es = 1, slices = 1;
+  SlicedRange() = default;
+  SlicedRange(uint64_t first, uint64_t n, uint64_t elsize, uint64_t nslices)
+      : first_el(first), count(n), es(elsize), slices(std::max<uint64_t>(1, nslices)) {}
+  uint64_t off(uint64_t j) const { return (first_el + part_offset(count, slices, j)) * es; }
+  uint64_t bytes(uint64_t j) const { return (part_offset(count, slices, j + 1) - part_offset(count, slices, j)) * es; }
+  uint64_t max_bytes() const { return (count + slices - 1) / slices * es; }
+};
+
+// Slices needed so that no slice of `count` elements exceeds slice_bytes.
+inline uint64_t slices_for(uint64_t count, uint64_t es, uint64_t slice_bytes) {
+  uint64_t bytes = count * es;
+  slice_bytes = std::max<uint64_t>(slice_bytes, es);
+  return std::max<uint64_t>(1, (bytes + slice_bytes - 1) / slice_bytes);
+}
+
+// `n` scratch slots of `bytes` each starting at `base`, handed out round-robin. take() returns
+// the slot and the step that last used it (the next writer must wait for it); release() records
+// the step after which the slot is free again.
+class SlotRing {
+ public:
+  SlotRing(uint64_t base, uint64_t bytes, uint64_t n) : base_(base), bytes_(bytes), user_(n, kNoStep) {}
+  uint64_t end() const { return base_ + bytes_ * user_.size(); }
+  struct Slot {
+    uint64_t index;
+    Ref ref;
+    StepId last_user;
+  };
+  Slot take() {
+    uint64_t i = next_++ % user_.size();
+    return {i, Ref{Buf::kScratch, base_ + i * bytes_}, user_[i]};
+  }
+  void release(const Slot& s, StepId user) { user_[s.index] = user; }
+
+ private:
+  uint64_t base_, bytes_, next_ = 0;
+  std::vector<StepId> user_;
+};
+
+inline int mod(int a, int n) { return ((a % n) + n) % n; }
+
+}  // namespace weft

@@ -1,0 +1,152 @@
+// Schedule-level tests: every algorithm's schedules for all ranks of a world run together in the
+// simulator (tests/collectives/schedule_sim.h), against the independent reference of
+// collective_check.h, over many rank counts, sizes, slicings, roots and placements, under random
+// interleavings. No transport involved.
+#include <gtest/gtest.h>
+
+#include "collectives/algorithms/tree.h"
+#include "collectives/collective.h"
+#include "collective_check.h"
+#include "schedule_sim.h"
+
+using namespace weft;
+using namespace weft::test;
+
+namespace {
+
+// Builds and simulates one case; returns "" or the failure.
+std::string run_case(const Algorithm& algo, const CollCase& c, const AlgoOptions& opt, uint64_t seed) {
+  std::vector<RankBuffers> bufs;
+  std::vector<Schedule> scheds;
+  std::vector<SimRank> sim;
+  CollectiveArgs a{c.kind, c.count, c.dt, c.op, c.root, c.in_place};
+  for (int r = 0; r < c.n; ++r) bufs.push_back(make_buffers(c, r));
+  try {
+    for (int r = 0; r < c.n; ++r) scheds.push_back(build_schedule(algo, a, r, c.n, opt));
+  } catch (const std::exception& e) {
+    return fmt::format("building: {}", e.what());
+  }
+  for (auto& b : bufs) sim.push_back({b.send, b.recv});
+  if (std::string err = simulate(scheds, sim, seed); !err.empty()) return err;
+  for (int r = 0; r < c.n; ++r)
+    if (std::string err = check_buffers(c, r, bufs[r]); !err.empty()) return err;
+  return {};
+}
+
+struct TypeOp {
+  DataType dt;
+  RedOp op;
+};
+
+class AlgoSim : public ::testing::TestWithParam<CollectiveKind> {};
+
+TEST_P(AlgoSim, AllRankCountsSizesSlicingsAndPlacements) {
+  const CollectiveKind kind = GetParam();
+  const bool reducing = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter ||
+                        kind == CollectiveKind::kReduce;
+  const bool rooted = kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kReduce;
+  std::vector<TypeOp> tops = {{DataType::kInt32, RedOp::kSum}};
+  if (reducing) tops = {{DataType::kInt32, RedOp::kSum}, {DataType::kFloat32, RedOp::kAvg}, {DataType::kInt8, RedOp::kMax},
+                        {DataType::kFloat16, RedOp::kProd}};
+  else tops.push_back({DataType::kFloat64, RedOp::kSum});
+  int cases = 0;
+  for (const Algorithm* algo : algorithms_for(kind)) {
+    for (int n : {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16}) {
+      for (uint64_t count : {0ull, 1ull, 2ull, 3ull, 7ull, 13ull, 64ull, 1009ull}) {
+        for (bool in_place : {false, true}) {
+          for (uint64_t slice : {8ull, 256ull, 512ull * 1024}) {
+            if (slice == 8 && count > 64) continue;  // thousands of steps: slow, adds nothing
+            for (int channels : {1, 3}) {
+              if (channels > 1 && std::string(algo->id) != "ring") continue;
+              std::vector<int> roots = {0};
+              if (rooted && n > 1) roots = {0, n - 1, n / 2};
+              for (int root : roots) {
+                for (size_t t = 0; t < tops.size(); ++t) {
+                  if (n > 9 && t > 0) continue;  // the big worlds with one type only
+                  CollCase c{kind, tops[t].dt, tops[t].op, count, n, root, in_place};
+                  AlgoOptions opt;
+                  opt.slice_bytes = slice;
+                  opt.channels = channels;
+                  uint64_t seed = cases * 7919ull + 1;
+                  std::string err = run_case(*algo, c, opt, seed);
+                  ASSERT_EQ(err, "") << algo->id << ": " << c.label() << " slice=" << slice << " channels=" << channels
+                                     << " seed=" << seed;
+                  ++cases;
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(cases, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, AlgoSim,
+                         ::testing::Values(CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
+                                           CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
+                                           CollectiveKind::kReduce, CollectiveKind::kAllToAll, CollectiveKind::kBarrier),
+                         [](const auto& info) { return std::string(collective_name(info.param)); });
+
+TEST(AlgoSim, ManyInterleavingsOfPipelinedSchedules) {
+  // The same cases under 20 random orders each, with heavy slicing (hazards show as wrong data
+  // or as a flagged overlap).
+  for (CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather,
+                              CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kAllToAll}) {
+    for (const Algorithm* algo : algorithms_for(kind)) {
+      for (int n : {2, 3, 5, 6}) {
+        for (bool in_place : {false, true}) {
+          for (uint64_t seed = 1; seed <= 20; ++seed) {
+            CollCase c{kind, DataType::kFloat32, RedOp::kSum, 37, n, n - 1, in_place};
+            AlgoOptions opt;
+            opt.slice_bytes = 12;
+            opt.channels = 2;
+            std::string err = run_case(*algo, c, opt, seed);
+            ASSERT_EQ(err, "") << algo->id << ": " << c.label() << " seed=" << seed;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(DoubleBinaryTree, TreesAreValidAndComplementary) {
+  for (int n = 1; n <= 70; ++n) {
+    int leaf_in_one = 0;
+    std::vector<int> inner(n, 0);
+    for (int t = 0; t < 2; ++t) {
+      BinaryTree tree = double_binary_tree(n, t);
+      int roots = 0;
+      for (int r = 0; r < n; ++r) {
+        ASSERT_LE(tree.children[r].size(), 2u) << "n=" << n << " tree " << t << " rank " << r;
+        if (tree.parent[r] < 0) ++roots;
+        if (!tree.children[r].empty()) ++inner[r];
+        // Walking up reaches the root.
+        int x = r, hops = 0;
+        while (tree.parent[x] >= 0 && hops <= n) x = tree.parent[x], ++hops;
+        ASSERT_EQ(x, tree.root) << "n=" << n << " tree " << t;
+      }
+      ASSERT_EQ(roots, 1);
+    }
+    for (int r = 0; r < n; ++r) leaf_in_one += inner[r] < 2;
+    // Every rank is a leaf in at least one tree, but for odd n rank 0 (the root of tree 0 and an
+    // inner rank of the shifted tree 1).
+    EXPECT_GE(leaf_in_one, n % 2 == 0 ? n : n - 1) << "n=" << n;
+  }
+}
+
+TEST(AlgorithmTable, EveryCollectiveHasAnAlgorithmAndIdsAreUniquePerKind) {
+  for (int k = 0; k < kNumCollectiveKinds; ++k) {
+    auto kind = static_cast<CollectiveKind>(k);
+    if (kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv) continue;
+    auto all = algorithms_for(kind);
+    ASSERT_FALSE(all.empty()) << collective_name(kind);
+    for (size_t i = 0; i < all.size(); ++i)
+      for (size_t j = i + 1; j < all.size(); ++j) EXPECT_STRNE(all[i]->id, all[j]->id);
+    for (int n : {1, 2, 3, 4, 8, 64})
+      for (uint64_t bytes : {0ull, 8ull, 4096ull, 1ull << 20, 1ull << 26}) EXPECT_NE(default_algorithm(kind, bytes, n), nullptr);
+  }
+}
+
+}  // namespace
