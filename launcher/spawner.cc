@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -112,10 +113,14 @@ pid_t start(const ProcessSpec& spec, Child& child, bool tag) {
     return -1;
   }
   int devnull = spec.inherit_stdin ? -1 : ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0) {
     // Child: only async-signal-safe calls from here to exec.
     ::setpgid(0, 0);
+    // If weftrun itself is killed (SIGKILL: no chance to tear down), its ranks go with it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent) ::_exit(128 + SIGKILL);
     if (!spec.cpus.empty() && ::sched_setaffinity(0, sizeof cpus, &cpus) != 0) {
       write_all(STDERR_FILENO, "weftrun: warning: sched_setaffinity failed; running unbound\n");
     }

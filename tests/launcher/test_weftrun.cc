@@ -178,6 +178,25 @@ TEST(Weftrun, WhatAFailedRankStartedIsStoppedToo) {
   EXPECT_FALSE(pgrep_finds(marker)) << "a background process of a rank is left behind";
 }
 
+TEST(Weftrun, RanksDieWithAKilledWeftrun) {
+  std::string marker = "weftrun_pdeath_" + std::to_string(getpid());
+  auto r = weft::test::start_process({kWeftrun, "-np", "2", kProbe, "--sleep", "60", "--marker", marker});
+  for (int tries = 0; tries < 100 && !pgrep_finds(marker); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(pgrep_finds(marker)) << "ranks did not start";
+  kill(r.pid, SIGKILL);
+  Finished f = weft::test::finish_process(r, 20);  // EOF only once the ranks are gone too
+  EXPECT_FALSE(f.timed_out);
+  EXPECT_EQ(f.status, 128 + SIGKILL);
+  bool gone = false;
+  for (int tries = 0; tries < 100 && !gone; ++tries) {
+    gone = !pgrep_finds(marker);
+    if (!gone) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gone) << "a rank outlived SIGKILL to weftrun";
+}
+
 TEST(Weftrun, TimeoutStopsTheJob) {
   Finished f = weftrun({"-np", "2", "--timeout", "1", kProbe, "--sleep", "60"});
   EXPECT_EQ(f.status, 124) << f.err;
