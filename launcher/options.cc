@@ -103,6 +103,8 @@ std::optional<LaunchOptions> parse_command_line(int argc, const char* const* arg
   std::vector<std::string> env;
   CLI::App app{"weftrun: start a Weft job on this machine, or on many through MPI"};
   app.set_version_flag("--version", std::string("weftrun ") + WEFT_VERSION_STRING);
+  app.name("weftrun");
+  app.footer("usage: weftrun -np N [options] [--] program [args...]   (-np is --np; docs/LAUNCHING.md)");
   app.prefix_command();
   app.add_option("-n,--np", o.np, "number of ranks")->required();
   app.add_option("-H,--host", o.host_arg, "hosts: host[:slots],... (localhost only: run locally)");
