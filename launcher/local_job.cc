@@ -1,0 +1,131 @@
+#include "launcher/local_job.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <map>
+
+#include "launcher/mpi_command.h"
+#include "launcher/spawner.h"
+#include "runtime/error.h"
+#include "runtime/tcp_store.h"
+
+extern char** environ;
+
+namespace weft::launcher {
+
+std::string generate_job_secret() {
+  unsigned char bytes[32];
+  int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail_errno("open(/dev/urandom)");
+  size_t got = 0;
+  while (got < sizeof bytes) {
+    ssize_t n = ::read(fd, bytes + got, sizeof bytes - got);
+    if (n <= 0) {
+      ::close(fd);
+      fail_errno("read(/dev/urandom)");
+    }
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  static const char* const kHex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+namespace {
+
+// The variables weftrun sets for one rank, in the order it prints them.
+std::vector<std::pair<std::string, std::string>> rank_vars(const LaunchOptions& o, int rank, const RankBinding& b,
+                                                           const std::string& port, const std::string& secret) {
+  std::vector<std::pair<std::string, std::string>> v{
+      {"WEFT_RANK", std::to_string(rank)},      {"WEFT_WORLD_SIZE", std::to_string(o.np)},
+      {"WEFT_LOCAL_RANK", std::to_string(rank)}, {"WEFT_LOCAL_SIZE", std::to_string(o.np)},
+      {"WEFT_MASTER_ADDR", "127.0.0.1"},        {"WEFT_MASTER_PORT", port},
+      {"WEFT_JOB_SECRET", secret},              {"WEFT_STORE_EXTERNAL", "1"}};
+  if (!o.timeline.empty()) v.emplace_back("WEFT_TIMELINE", timeline_for_rank(o.timeline, rank));
+  if (!b.cuda_device.empty()) {
+    v.emplace_back("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    v.emplace_back("CUDA_VISIBLE_DEVICES", b.cuda_device);
+  }
+  if (!b.nic.empty()) v.emplace_back("UCX_NET_DEVICES", b.nic);
+  for (const auto& [name, value] : o.env) {
+    if (value) v.emplace_back(name, *value);  // -x NAME alone: already inherited
+  }
+  return v;
+}
+
+}  // namespace
+
+int run_local(const LaunchOptions& o, const NodeTopology& topo) {
+  std::string path = find_on_path(o.program.front());
+  if (path.empty() && !o.dry_run) {
+    std::cerr << "weftrun: cannot find program '" << o.program.front() << "'\n";
+    return 127;
+  }
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::vector<RankBinding> bindings =
+      plan_binding(o.bind, topo, o.np, cvd ? std::optional<std::string>(cvd) : std::nullopt);
+  if (o.verbose) {
+    std::cerr << "weftrun: binding " << bind_mode_name(resolve_bind_mode(o.bind, topo)) << " (" << topo.numa.size()
+              << " NUMA node(s), " << topo.gpus.size() << " GPU(s), " << topo.nics.size() << " RDMA NIC(s))\n";
+    for (int r = 0; r < o.np; ++r) std::cerr << "weftrun: rank " << r << ": " << bindings[r].explanation << "\n";
+  }
+  if (o.dry_run) {
+    for (int r = 0; r < o.np; ++r) {
+      std::vector<std::string> words;
+      for (auto& [name, value] : rank_vars(o, r, bindings[r], "<ephemeral>", "<generated>")) {
+        words.push_back(name + "=" + value);
+      }
+      words.insert(words.end(), o.program.begin(), o.program.end());
+      std::cout << shell_join(words);
+      if (!bindings[r].cpus.empty()) std::cout << "  # CPUs " << format_cpu_list(bindings[r].cpus);
+      std::cout << "\n";
+    }
+    return 0;
+  }
+
+  std::string secret = generate_job_secret();
+  TcpStoreServer server(secret, "127.0.0.1", 0);
+  if (o.verbose) std::cerr << "weftrun: store at 127.0.0.1:" << server.port() << "\n";
+
+  // The inherited environment, less anything weftrun decides per rank.
+  std::map<std::string, std::string> base;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    size_t eq = kv.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = kv.substr(0, eq);
+    if (is_job_identity_var(name) || name == "WEFT_TIMELINE") continue;
+    base[name] = kv.substr(eq + 1);
+  }
+  std::vector<ProcessSpec> procs;
+  bool stdin_is_tty = ::isatty(STDIN_FILENO);
+  for (int r = 0; r < o.np; ++r) {
+    std::map<std::string, std::string> env = base;
+    for (auto& [name, value] : rank_vars(o, r, bindings[r], std::to_string(server.port()), secret)) env[name] = value;
+    ProcessSpec p;
+    p.label = "rank " + std::to_string(r);
+    p.tag = "[" + std::to_string(r) + "] ";
+    p.path = path;
+    p.argv = o.program;
+    for (auto& [name, value] : env) p.env.push_back(name + "=" + value);
+    p.cpus = bindings[r].cpus;
+    p.inherit_stdin = r == 0 && !stdin_is_tty;  // a pipe goes to rank 0; a terminal to nobody
+    procs.push_back(std::move(p));
+  }
+  SuperviseOptions so;
+  so.tag_output = o.tag_output;
+  so.timeout_s = o.timeout_s;
+  so.verbose = o.verbose;
+  int rc = supervise(procs, so);
+  server.stop();
+  return rc;
+}
+
+}  // namespace weft::launcher
