@@ -13,5 +13,7 @@ write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/weftConfigVersion.c
                                  COMPATIBILITY SameMajorVersion)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/weftConfig.cmake ${CMAKE_CURRENT_BINARY_DIR}/weftConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/weft)
+# Relocatable: the prefix is found from the .pc file's own place, so `cmake --install --prefix X` works.
+file(RELATIVE_PATH WEFT_PC_TO_PREFIX "/root/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/root")
 configure_file(cmake/weft.pc.in ${CMAKE_CURRENT_BINARY_DIR}/weft.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/weft.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

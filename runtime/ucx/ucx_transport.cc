@@ -102,6 +102,17 @@ UcxTransport::UcxTransport(std::shared_ptr<Store> store, int rank, int size, Mil
     ucx_check("ucp_ep_create", ucp_ep_create(worker_, &ep, &eps_[p]));
     ep_args_.push_back(std::move(arg));
   }
+  // Nobody may tear its worker down while a peer is still connecting to it: wait until every
+  // rank has created its endpoints.
+  store->add("ucx_connected", 1);
+  auto deadline = Clock::now() + timeout;
+  for (auto backoff = std::chrono::microseconds(50); store->add("ucx_connected", 0) < size_;
+       backoff = std::min(backoff * 2, std::chrono::microseconds(20000))) {
+    if (Clock::now() > deadline) {
+      fail(ErrorCode::kTimeout, "UCX transport: not every rank connected within {} ms", timeout.count());
+    }
+    std::this_thread::sleep_for(backoff);
+  }
   outstanding_.reserve(1024);
 }
 
