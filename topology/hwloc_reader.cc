@@ -359,6 +359,25 @@ NodeTopology read_hwloc_xml(std::string_view xml, const std::string& source) {
          "{}: hwloc XML version {} is not supported: this build uses hwloc {} which reads versions 1.x and 2.x "
          "(export the file with hwloc 2.x, e.g. lstopo --of xml)",
          source, version.substr(0, 16), HWLOC_VERSION);
+  // hwloc 2.9 dereferences the root object's complete sets without checking (it crashes on files
+  // that lack them), so require them here.
+  pugi::xml_node machine = root.child("object");
+  if (!machine)
+    fail(ErrorCode::kInvalidArgument, "{}: hwloc XML has no root <object>", source);
+  // The same holds for every CPU-side object: hwloc compares their sets without NULL checks.
+  std::vector<pugi::xml_node> stack{machine};
+  while (!stack.empty()) {
+    pugi::xml_node o = stack.back();
+    stack.pop_back();
+    std::string_view type = o.attribute("type").value();
+    const bool io = type == "Bridge" || type == "PCIDev" || type == "OSDev" || type == "Misc";
+    if (!io || o == machine)
+      for (const char* attr : {"cpuset", "complete_cpuset", "nodeset", "complete_nodeset"})
+        if (!o.attribute(attr))
+          fail(ErrorCode::kInvalidArgument, "{}: hwloc XML object of type '{}' at offset {} lacks the '{}' attribute",
+               source, type.substr(0, 32), static_cast<long long>(o.offset_debug()), attr);
+    for (pugi::xml_node c : o.children("object")) stack.push_back(c);
+  }
   HwlocHandle h;
   std::string buf(xml);  // NUL-terminated copy; hwloc wants the size including the NUL
   if (hwloc_topology_set_xmlbuffer(h.get(), buf.c_str(), static_cast<int>(buf.size() + 1)) != 0)
