@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <type_traits>
 #include <map>
 #include <set>
 
@@ -46,6 +48,17 @@ std::string busid_of(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& a) {
   return fmt::format("{:04x}:{:02x}:{:02x}.{:x}", static_cast<unsigned>(a.domain), static_cast<unsigned>(a.bus),
                      static_cast<unsigned>(a.dev), static_cast<unsigned>(a.func));
 }
+
+// Enum fields of objects imported from XML can hold any value; read them as integers (loading an
+// out-of-range enum is undefined behaviour).
+template <typename E>
+int enum_value(const E& e) {
+  std::underlying_type_t<E> v;
+  std::memcpy(&v, &e, sizeof v);
+  return static_cast<int>(v);
+}
+
+int osdev_type(hwloc_obj_t o) { return enum_value(o->attr->osdev.type); }
 
 bool is_pci_like(hwloc_obj_t o) { return o->type == HWLOC_OBJ_BRIDGE || o->type == HWLOC_OBJ_PCI_DEVICE; }
 
@@ -141,7 +154,7 @@ class Builder {
       n.parent = parent;
       const hwloc_obj_attr_u::hwloc_pcidev_attr_s* pa = nullptr;
       if (c->type == HWLOC_OBJ_BRIDGE) {
-        const bool host = c->attr->bridge.upstream_type == HWLOC_OBJ_BRIDGE_HOST;
+        const bool host = enum_value(c->attr->bridge.upstream_type) == HWLOC_OBJ_BRIDGE_HOST;
         n.kind = host ? PciKind::kHostBridge : PciKind::kBridge;
         if (!host) pa = &c->attr->bridge.upstream.pci;
       } else {
@@ -166,7 +179,7 @@ class Builder {
     std::map<hwloc_obj_t, std::map<std::string, std::vector<hwloc_obj_t>>> by_pci;
     std::vector<hwloc_obj_t> pci_order;
     for (hwloc_obj_t o = hwloc_get_next_osdev(t_, nullptr); o; o = hwloc_get_next_osdev(t_, o)) {
-      auto type = o->attr->osdev.type;
+      const int type = osdev_type(o);
       if (type != HWLOC_OBJ_OSDEV_GPU && type != HWLOC_OBJ_OSDEV_COPROC) continue;
       hwloc_obj_t dev = o->parent;
       if (!dev || dev->type != HWLOC_OBJ_PCI_DEVICE) continue;
@@ -232,7 +245,7 @@ class Builder {
   void read_nics() {
     // 1. RDMA devices (OpenFabrics: mlx5_0, hfi1_0, EFA rdmap*).
     for (hwloc_obj_t o = hwloc_get_next_osdev(t_, nullptr); o; o = hwloc_get_next_osdev(t_, o)) {
-      if (o->attr->osdev.type != HWLOC_OBJ_OSDEV_OPENFABRICS || !o->name) continue;
+      if (osdev_type(o) != HWLOC_OBJ_OSDEV_OPENFABRICS || !o->name) continue;
       if (o->parent && o->parent->type == HWLOC_OBJ_PCI_DEVICE) add_nic(o->parent, o->name);
     }
     if (!out_.nics.empty()) return;
@@ -240,7 +253,7 @@ class Builder {
     std::vector<std::pair<hwloc_obj_t, std::string>> cand;
     std::set<hwloc_obj_t> seen;
     for (hwloc_obj_t o = hwloc_get_next_osdev(t_, nullptr); o; o = hwloc_get_next_osdev(t_, o)) {
-      if (o->attr->osdev.type != HWLOC_OBJ_OSDEV_NETWORK || !o->name) continue;
+      if (osdev_type(o) != HWLOC_OBJ_OSDEV_NETWORK || !o->name) continue;
       hwloc_obj_t dev = o->parent;
       if (!dev || dev->type != HWLOC_OBJ_PCI_DEVICE || (dev->attr->pcidev.class_id >> 8) != 0x02) continue;
       if (seen.insert(dev).second) cand.emplace_back(dev, o->name);

@@ -17,10 +17,21 @@ int NodeSummary::nic_index(const std::string& id) const {
   return -1;
 }
 
+namespace {
+
+// Names from files are untrusted: keep printable ASCII (JSON needs valid UTF-8), at most 256 bytes.
+std::string clean(std::string_view in) {
+  std::string out;
+  for (char c : in.substr(0, 256)) out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  return out;
+}
+
+}  // namespace
+
 NodeSummary summarize(const NodeTopology& topo) {
   NodeSummary s;
-  s.hostname = topo.hostname;
-  s.source = topo.source;
+  s.hostname = clean(topo.hostname);
+  s.source = clean(topo.source);
   s.fabric = topo.fabric;
   for (const auto& n : topo.numas) s.numa_nodes.push_back({n.os_index, n.package, n.cpuset});
   auto numa_os = [&](int idx) { return idx >= 0 && idx < static_cast<int>(topo.numas.size()) ? topo.numas[idx].os_index : -1; };
@@ -31,15 +42,16 @@ NodeSummary summarize(const NodeTopology& topo) {
   std::set<std::string> used;
   for (size_t i = 0; i < topo.gpus.size(); ++i) {
     const auto& g = topo.gpus[i];
-    DeviceInfo d{fmt::format("GPU{}", i), g.pci, numa_os(g.numa), g.os_name, cpuset_of(g.node), 0};
+    DeviceInfo d{fmt::format("GPU{}", i), g.pci, numa_os(g.numa), clean(g.os_name), cpuset_of(g.node), 0};
     used.insert(d.id);
     s.gpus.push_back(std::move(d));
   }
   for (const auto& n : topo.nics) {
-    std::string id = n.name;
-    for (int k = 2; used.count(id); ++k) id = fmt::format("{}#{}", n.name, k);
+    const std::string name = clean(n.name);
+    std::string id = name;
+    for (int k = 2; used.count(id); ++k) id = fmt::format("{}#{}", name, k);
     used.insert(id);
-    s.nics.push_back({id, n.pci, numa_os(n.numa), n.name, cpuset_of(n.node), n.gbs});
+    s.nics.push_back({id, n.pci, numa_os(n.numa), name, cpuset_of(n.node), n.gbs});
   }
   s.paths = path_matrix(topo);
   std::vector<std::vector<PathClass>> classes(s.gpus.size());
