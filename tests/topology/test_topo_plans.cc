@@ -1,0 +1,198 @@
+// Ring search optimality, double binary trees, cluster view and plan ranking.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+#include "runtime/error.h"
+#include "topo_test_util.h"
+
+namespace weft::topo {
+namespace {
+
+std::vector<std::vector<double>> random_weights(int n, std::mt19937& rng) {
+  const PathClass classes[] = {PathClass::kNV, PathClass::kPIX, PathClass::kPXB, PathClass::kPHB, PathClass::kNODE,
+                               PathClass::kSYS};
+  std::uniform_int_distribution<int> pick(0, 5), links(1, 18);
+  std::vector<std::vector<double>> w(n, std::vector<double>(n, 0));
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b) {
+      Path p{classes[pick(rng)], Fabric::kNVLink, links(rng), 0};
+      w[a][b] = w[b][a] = ring_edge_weight(p);
+    }
+  return w;
+}
+
+TEST(TopoRing, ExactMatchesExhaustiveUpTo8) {
+  std::mt19937 rng(42);
+  for (int n = 1; n <= 8; ++n)
+    for (int trial = 0; trial < 40; ++trial) {
+      auto w = random_weights(n, rng);
+      auto best = best_ring(w);
+      ASSERT_EQ(static_cast<int>(best.order.size()), n);
+      EXPECT_DOUBLE_EQ(best.cost, exhaustive_ring(w).cost) << "n=" << n << " trial=" << trial;
+      EXPECT_DOUBLE_EQ(best.cost, ring_cost(w, best.order));
+    }
+}
+
+TEST(TopoRing, HeuristicIsCloseToExact) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 10; ++trial) {
+    auto w = random_weights(12, rng);
+    auto exact = best_ring(w);
+    auto heur = heuristic_ring(w);
+    EXPECT_TRUE(exact.exact);
+    EXPECT_GE(heur.cost + 1e-6, exact.cost);
+    // Same number of edges in the worst class: the heuristic never adds a slow crossing here.
+    EXPECT_LE(heur.cost, exact.cost * 1.5 + 10);
+  }
+  auto big = random_weights(40, rng);
+  auto r = best_ring(big);
+  EXPECT_FALSE(r.exact);
+  std::vector<int> sorted = r.order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(sorted[i], i);
+}
+
+void check_tree(const Tree& t, int n) {
+  ASSERT_EQ(static_cast<int>(t.parent.size()), n);
+  int roots = 0;
+  for (int v = 0; v < n; ++v) {
+    roots += t.parent[v] < 0;
+    EXPECT_LE(t.children[v].size(), 2u);
+    int u = v, steps = 0;
+    while (t.parent[u] >= 0 && steps <= n) {
+      u = t.parent[u];
+      ++steps;
+    }
+    EXPECT_EQ(u, t.root) << "vertex " << v << " does not reach the root";
+  }
+  EXPECT_EQ(roots, 1);
+}
+
+TEST(TopoTrees, DoubleBinaryTreeProperties) {
+  for (int n = 1; n <= 70; ++n) {
+    auto trees = double_binary_trees(n);
+    ASSERT_EQ(trees.size(), 2u);
+    check_tree(trees[0], n);
+    check_tree(trees[1], n);
+    for (int v = 0; v < n && n > 1; ++v) {
+      const int interior = !trees[0].is_leaf(v) + !trees[1].is_leaf(v);
+      EXPECT_LE(interior, 1) << "n=" << n << " v=" << v;
+      EXPECT_GE(2 - interior, 1);
+    }
+    int depth_bound = 1;
+    while ((1 << depth_bound) <= n) ++depth_bound;
+    EXPECT_LE(trees[0].depth(), depth_bound + 1);
+    EXPECT_LE(trees[1].depth(), depth_bound + 1);
+  }
+  int p, c0, c1;
+  binary_tree_links(8, 4, &p, &c0, &c1);
+  EXPECT_EQ(p, 0);
+  EXPECT_EQ(c0, 2);
+  EXPECT_EQ(c1, 6);
+}
+
+NodeSummary nvswitch_node() {
+  return testing::load_summary(testing::fixture("dgx-a100-like-8gpu-nvswitch-8nic-nccl.xml"));
+}
+
+TEST(TopoCluster, BuildFromRanks) {
+  NodeSummary s = nvswitch_node();
+  std::vector<RankInfo> ranks;
+  // Interleaved placement: even ranks on host a, odd ranks on host b.
+  for (int r = 0; r < 6; ++r) ranks.push_back({r % 2 ? "b" : "a", s, Binding{r / 2, "mlx5_" + std::to_string(r / 2), 0}});
+  auto v = build_cluster_view(ranks);
+  EXPECT_EQ(v.size(), 6);
+  EXPECT_EQ(v.num_nodes(), 2);
+  EXPECT_EQ(v.node_keys, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(v.ranks_of_node[1], (std::vector<int>{1, 3, 5}));
+  EXPECT_EQ(v.local_rank[5], 2);
+  EXPECT_TRUE(v.uniform());
+  auto bad = ranks;
+  bad[0].binding.gpu = 9;
+  EXPECT_THROW(build_cluster_view(bad), Error);
+  bad = ranks;
+  bad[1].binding.nic = "mlx5_99";
+  EXPECT_THROW(build_cluster_view(bad), Error);
+  RankInfo back = decode_rank_info(encode_rank_info(ranks[3]));
+  EXPECT_EQ(back.node_key, "b");
+  EXPECT_EQ(back.summary, s);
+  EXPECT_EQ(back.binding, ranks[3].binding);
+  EXPECT_THROW(decode_rank_info(to_bytes("{not json")), Error);
+}
+
+TEST(TopoCluster, NodeKeyFromEnv) {
+  NodeSummary s;
+  s.hostname = "h1";
+  EXPECT_EQ(local_node_key(s), "h1");
+  ::setenv("WEFT_NODE_ID", "rack3-n7", 1);
+  EXPECT_EQ(local_node_key(s), "rack3-n7");
+  ::unsetenv("WEFT_NODE_ID");
+}
+
+TEST(TopoPlans, RankedAndExplained) {
+  auto view = make_uniform_cluster(nvswitch_node(), 4, 8);
+  const CostModel model = CostModel::defaults();
+  auto large = rank_plans(view, Collective::kAllReduce, size_t{1} << 30, model);
+  ASSERT_EQ(large.size(), 4u);
+  for (size_t i = 1; i < large.size(); ++i) EXPECT_LE(large[i - 1].predicted_us, large[i].predicted_us);
+  EXPECT_EQ(large.front().plan.algorithm, Algorithm::kHierarchical);
+  auto small = rank_plans(view, Collective::kAllReduce, 8, model);
+  EXPECT_NE(small.front().plan.algorithm, Algorithm::kRing);  // latency-bound: log-depth wins
+  const Plan& p = large.front().plan;
+  ASSERT_EQ(p.rails.size(), 8u);
+  for (int l = 0; l < 8; ++l)
+    for (const auto& nic : p.rails[l].nics) EXPECT_EQ(nic, "mlx5_" + std::to_string(l));
+  EXPECT_EQ(p.trees.size(), 2u);
+  ASSERT_EQ(p.levels.size(), 2u);
+  EXPECT_EQ(p.levels[0].groups.size(), 4u);
+  EXPECT_EQ(p.levels[1].groups.size(), 8u);
+  EXPECT_EQ(p.rings[0].size(), 32u);
+  const std::string text = p.explain();
+  EXPECT_NE(text.find("hierarchical"), std::string::npos);
+  EXPECT_NE(text.find("rail 0"), std::string::npos);
+  // Flat ring formula: 2(n-1)/n * S / bw + 2(n-1) * alpha on one node of NVLink.
+  auto one = make_uniform_cluster(nvswitch_node(), 1, 8);
+  auto plans = rank_plans(one, Collective::kAllReduce, 8 << 20, model);
+  for (const auto& c : plans)
+    if (c.plan.algorithm == Algorithm::kRing) {
+      EXPECT_NEAR(c.predicted_us, 2.0 * 7 / 8 * (8 << 20) / (300 * 1e3) + 2 * 7 * 1.0, 1e-6);
+    }
+}
+
+TEST(TopoPlans, CostModelOverrides) {
+  auto view = make_uniform_cluster(nvswitch_node(), 2, 8);
+  CostModel m = CostModel::defaults();
+  auto base = rank_plans(view, Collective::kAllGather, 1 << 26, m);
+  m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 1.0, "alpha_us": 50}, "classes": {"NV": {"alpha_us": 3}}})"));
+  EXPECT_DOUBLE_EQ(m.classes[static_cast<int>(PathClass::kNV)].alpha_us, 3.0);
+  auto slow = rank_plans(view, Collective::kAllGather, 1 << 26, m);
+  EXPECT_GT(slow.front().predicted_us, base.front().predicted_us);
+  EXPECT_THROW(m.apply_json(nlohmann::json::parse(R"({"classes": {"FOO": {}}})")), Error);
+  EXPECT_THROW(m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": -1}})")), Error);
+  const std::string path = ::testing::TempDir() + "/weft_cost.json";
+  std::ofstream(path) << R"({"net": {"gbs": 2.5}})";
+  ::setenv("WEFT_COST_MODEL", path.c_str(), 1);
+  CostModel env = CostModel::from_env();
+  ::unsetenv("WEFT_COST_MODEL");
+  EXPECT_DOUBLE_EQ(env.net.gbs, 2.5);
+  EXPECT_TRUE(env.fixed_net_gbs);
+  std::remove(path.c_str());
+}
+
+TEST(TopoPlans, CpuOnlyCluster) {
+  auto s = testing::load_summary(testing::fixture("cpu-only-2socket-2nic-hwloc2.xml"));
+  auto view = make_uniform_cluster(s, 3, 4);
+  auto plans = rank_plans(view, Collective::kBroadcast, 1 << 20);
+  EXPECT_EQ(plans.size(), 4u);
+  for (const auto& c : plans) EXPECT_GT(c.predicted_us, 0);
+  EXPECT_EQ(view.bindings[2].nic, "mlx5_1");
+  auto single = make_uniform_cluster(s, 1, 1);
+  EXPECT_EQ(rank_plans(single, Collective::kAllReduce, 1024).front().predicted_us, 0);
+}
+
+}  // namespace
+}  // namespace weft::topo

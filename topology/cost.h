@@ -1,0 +1,45 @@
+// Cost model: latency (alpha, microseconds) and bandwidth (GB/s) per path class and for the
+// network. Defaults below; a path's own bottleneck bandwidth (NVLink/XGMI link bandwidth, PCIe link
+// speed, NIC speed) caps the class bandwidth. Override with a JSON file (WEFT_COST_MODEL=path):
+//   {"classes": {"NV": {"alpha_us": 1.0, "gbs": 150}, "SYS": {"alpha_us": 5}},
+//    "net": {"alpha_us": 6.0, "gbs": 25}}
+// A "gbs" given in the file replaces the class bandwidth and is not capped by the topology.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <string>
+
+#include "topology/model.h"
+
+namespace weft::topo {
+
+struct LinkCost {
+  double alpha_us = 0;
+  double gbs = 0;
+};
+
+struct CostModel {
+  std::array<LinkCost, 7> classes{};      // indexed by PathClass; kSelf = two ranks on one device or NUMA node
+  std::array<bool, 7> fixed_gbs{};        // set by an override: ignore the topology's bandwidth
+  LinkCost net{};                         // between nodes; gbs is the fallback when a NIC speed is unknown
+  bool fixed_net_gbs = false;
+
+  static CostModel defaults();
+  // defaults() plus the overrides in the JSON file (weft::Error naming the file on bad input).
+  static CostModel load(const std::string& path);
+  // WEFT_COST_MODEL when set, else defaults().
+  static CostModel from_env();
+  void apply_json(const nlohmann::json& j);
+  nlohmann::json to_json() const;
+
+  // Cost of one hop along a classified intra-node path.
+  LinkCost edge(const Path& p) const;
+  // Cost of one inter-node hop through a NIC of nic_gbs (0: unknown) shared by `sharing` ranks.
+  LinkCost network(double nic_gbs, int sharing = 1) const;
+};
+
+// Microseconds to move bytes at gbs GB/s.
+inline double transfer_us(double bytes, double gbs) { return gbs > 0 ? bytes / (gbs * 1e3) : 0; }
+
+}  // namespace weft::topo

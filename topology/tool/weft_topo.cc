@@ -1,0 +1,107 @@
+// weft-topo: prints the node topology (nvidia-smi topo -m style, or --json) and, with `plan`, the
+// rings, rails, trees and predicted times Weft would use for a cluster of such nodes.
+#include <CLI/CLI.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <iostream>
+
+#include "runtime/error.h"
+#include "topology/topology.h"
+
+namespace {
+
+// "4096", "64K", "16M", "1G", "2GiB", "1.5M" (binary multiples).
+size_t parse_size(const std::string& text) {
+  std::string_view s = text;
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || value < 0) weft::fail(weft::ErrorCode::kInvalidArgument, "bad size '{}'", text);
+  std::string suffix(ptr, s.data() + s.size());
+  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  double mult = 1;
+  if (suffix == "" || suffix == "B") mult = 1;
+  else if (suffix == "K" || suffix == "KB" || suffix == "KIB") mult = 1024.0;
+  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") mult = 1024.0 * 1024;
+  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") mult = 1024.0 * 1024 * 1024;
+  else weft::fail(weft::ErrorCode::kInvalidArgument, "bad size suffix in '{}' (use K, M or G)", text);
+  const double bytes = value * mult;
+  if (bytes > 1e15) weft::fail(weft::ErrorCode::kInvalidArgument, "size '{}' is too large", text);
+  return static_cast<size_t>(bytes);
+}
+
+weft::topo::NodeTopology load(const std::string& input) {
+  return input.empty() ? weft::topo::load_topology() : weft::topo::load_topology_file(input);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"weft-topo: node topology, path classes and communication plans"};
+  std::string input;
+  bool json = false;
+  app.add_option("--input,-i", input, "hwloc XML (v1/v2) or NCCL topology XML file (default: WEFT_TOPO_FILE or this machine)");
+  app.add_flag("--json", json, "machine-readable output (schema in docs/TOPOLOGY.md)");
+
+  CLI::App* plan = app.add_subcommand("plan", "rings, rails, trees and predicted times for nodes x ranks of this node type");
+  int nodes = 1, rpn = 0;
+  std::string size = "64M", collective = "allreduce", cost_file;
+  plan->add_option("--nodes,-n", nodes, "number of nodes")->check(CLI::Range(1, 65536));
+  plan->add_option("--ranks-per-node,-r", rpn, "ranks per node (default: one per GPU, or 1)")->check(CLI::Range(0, 4096));
+  plan->add_option("--size,-s", size, "message size in bytes; suffixes K, M, G");
+  plan->add_option("--collective,-c", collective, "allreduce | reducescatter | allgather | broadcast | reduce");
+  plan->add_option("--cost-model", cost_file, "cost model JSON overrides (default: WEFT_COST_MODEL)");
+  plan->add_option("--input,-i", input, "hwloc or NCCL topology XML file");
+  plan->add_flag("--json", json, "machine-readable output");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    weft::topo::NodeSummary s = weft::topo::summarize(load(input));
+    if (!*plan) {
+      if (json) std::cout << weft::topo::report_json(s).dump(2) << "\n";
+      else std::cout << weft::topo::format_matrix(s);
+      return 0;
+    }
+    auto coll = weft::topo::parse_collective(collective);
+    if (!coll) weft::fail(weft::ErrorCode::kInvalidArgument, "unknown collective '{}'", collective);
+    const size_t bytes = parse_size(size);
+    if (rpn == 0) rpn = std::max(1, s.num_gpus());
+    auto model = cost_file.empty() ? weft::topo::CostModel::from_env() : weft::topo::CostModel::load(cost_file);
+    auto view = weft::topo::make_uniform_cluster(s, nodes, rpn);
+    auto plans = weft::topo::rank_plans(view, *coll, bytes, model);
+    if (json) {
+      nlohmann::json j = nlohmann::json::array();
+      for (const auto& c : plans) {
+        nlohmann::json trees = nlohmann::json::array();
+        for (const auto& t : c.plan.trees) trees.push_back({{"root", t.root}, {"parent", t.parent}});
+        nlohmann::json rails = nlohmann::json::array();
+        for (const auto& r : c.plan.rails) rails.push_back({{"index", r.index}, {"ranks", r.ranks}, {"nics", r.nics}});
+        j.push_back({{"algorithm", weft::topo::algorithm_name(c.plan.algorithm)},
+                     {"predicted_us", c.predicted_us},
+                     {"bottleneck_gbs", c.plan.bottleneck_gbs},
+                     {"rings", c.plan.rings},
+                     {"rails", rails},
+                     {"trees", trees},
+                     {"reasons", c.plan.reasons}});
+      }
+      std::cout << nlohmann::json{{"nodes", nodes}, {"ranks_per_node", rpn}, {"bytes", bytes},
+                                  {"collective", collective}, {"candidates", j}}.dump(2) << "\n";
+      return 0;
+    }
+    std::cout << fmt::format("{} nodes x {} ranks ({} GPUs per node{}), {} of {} bytes\n\n", nodes, rpn, s.num_gpus(),
+                             s.num_gpus() == 0 ? ", CPU-only: no GPU found" : "", collective, bytes);
+    std::cout << "Predicted times (fastest first):\n";
+    for (const auto& c : plans)
+      std::cout << fmt::format("  {:<20} {:>12.2f} us\n", weft::topo::algorithm_name(c.plan.algorithm), c.predicted_us);
+    std::cout << "\nChosen: " << plans.front().plan.explain();
+    for (size_t i = 1; i < plans.size(); ++i) {
+      std::cout << "\nAlternative: " << fmt::format("{} {:.2f} us\n", weft::topo::algorithm_name(plans[i].plan.algorithm), plans[i].predicted_us);
+      for (const auto& r : plans[i].plan.reasons) std::cout << "  - " << r << "\n";
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft-topo: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
