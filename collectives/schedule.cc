@@ -109,6 +109,37 @@ void Schedule::finalize() {
   for (size_t i = 0; i < n; ++i) {
     for (uint32_t k = 0; k < steps[i].dep_count; ++k) dependents[fill[deps[steps[i].dep_begin + k]]++] = static_cast<StepId>(i);
   }
+  // Receive-then-reduce pairs: the receive's only dependent is a reduction that depends on it
+  // alone and reads its bytes as an operand. Either the reduction writes where the bytes land
+  // (then the region ends with the reduced value either way) or the bytes land in scratch,
+  // a temporary that nothing else reads.
+  fused.assign(n, kNoStep);
+  fused_other.assign(n, Ref{});
+  auto same = [](const Ref& a, const Ref& b) { return a.buf == b.buf && a.offset == b.offset; };
+  for (size_t r = 0; r < n; ++r) {
+    const Step& rv = steps[r];
+    if (rv.kind != StepKind::kRecv || dependents_begin[r + 1] - dependents_begin[r] != 1) continue;
+    StepId d = dependents[dependents_begin[r]];
+    const Step& red = steps[d];
+    if (red.dep_count != 1 || red.bytes != rv.bytes || !red.bytes) continue;
+    if (red.kind == StepKind::kReduce) {
+      if (same(red.src, rv.dst) && rv.dst.buf == Buf::kScratch) {  // dst = dst OP incoming
+        fused[r] = d;
+        fused_other[r] = red.dst;
+      } else if (same(red.dst, rv.dst)) {  // dst(=incoming) OP src
+        fused[r] = d;
+        fused_other[r] = red.src;
+      }
+    } else if (red.kind == StepKind::kReduce3) {
+      if (same(red.src, rv.dst) && (rv.dst.buf == Buf::kScratch || same(red.dst, rv.dst))) {
+        fused[r] = d;
+        fused_other[r] = red.src2;
+      } else if (same(red.src2, rv.dst) && (rv.dst.buf == Buf::kScratch || same(red.dst, rv.dst))) {
+        fused[r] = d;
+        fused_other[r] = red.src;
+      }
+    }
+  }
 }
 
 void Schedule::validate(uint64_t send_bytes, uint64_t recv_bytes) const {

@@ -53,6 +53,11 @@ struct Schedule {
   std::vector<uint32_t> dependents_begin;  // size steps+1
   std::vector<StepId> dependents;
   std::vector<uint32_t> initial_deps;      // per step
+  // fused[r] for a receive r: the reduction that only consumes r's bytes (dst = other OP incoming),
+  // which a transport able to reduce on delivery performs instead of landing the bytes first;
+  // kNoStep otherwise. fused_other[r]: the Ref of "other".
+  std::vector<StepId> fused;
+  std::vector<Ref> fused_other;
 
   void finalize();
   // Checks the schedule against buffer sizes: every range inside its buffer, element-aligned

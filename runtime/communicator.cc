@@ -7,6 +7,7 @@
 #include "collectives/algorithms/builtin.h"
 #include "runtime/inproc/inproc_transport.h"
 #include "runtime/log.h"
+#include "runtime/shm/shm_transport.h"
 #include "runtime/ucx/ucx_transport.h"
 
 namespace weft {
@@ -96,8 +97,17 @@ void Communicator::connect() {
   if (init_.transport == TransportKind::kInproc) {
     if (!init_.fabric || init_.fabric->size() != size_) fail(ErrorCode::kInvalidArgument, "inproc communicator: fabric size differs");
     transport_ = std::make_unique<InprocTransport>(init_.fabric, rank_);
-  } else {
+  } else if (config_.transport == "ucx" || !ShmTransport::usable()) {
     transport_ = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout, config_.ucx_peer_errors);
+  } else {
+    // Weft's shared-memory transport between the ranks of a node, UCX between nodes.
+    std::vector<int> node_of_rank(size_);
+    for (int r = 0; r < size_; ++r) {
+      node_of_rank[r] = static_cast<int>(std::find(nodes.begin(), nodes.end(), to_string(ids[r])) - nodes.begin());
+    }
+    std::unique_ptr<Transport> remote;
+    if (num_nodes_ > 1) remote = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout, config_.ucx_peer_errors);
+    transport_ = std::make_unique<ShmTransport>(store_, rank_, size_, node_of_rank, std::move(remote), config_.timeout);
   }
   p2p_send_seq_.assign(size_, 0);
   p2p_recv_seq_.assign(size_, 0);

@@ -37,7 +37,7 @@ CommConfig CommConfig::from_env(const EnvLookup& env) {
   c.channels = static_cast<int>(env_int(env, "WEFT_NCHANNELS", c.channels, 1, 16));
   if (auto a = env("WEFT_ALGO")) c.algo = *a;
   if (auto t = env("WEFT_TRANSPORT"); t && !t->empty()) {
-    if (*t != "ucx") fail(ErrorCode::kInvalidArgument, "WEFT_TRANSPORT='{}': only 'ucx' is available between processes", *t);
+    if (*t != "ucx" && *t != "auto") fail(ErrorCode::kInvalidArgument, "WEFT_TRANSPORT='{}' is not auto or ucx", *t);
     c.transport = *t;
   }
   if (auto m = env("WEFT_UCX_ERR_MODE"); m && !m->empty()) {

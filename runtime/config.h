@@ -19,7 +19,7 @@ struct CommConfig {
   std::string algo;                            // WEFT_ALGO: force an algorithm ("" = choose)
   uint64_t slice_bytes = 512 * 1024;           // WEFT_SLICE_BYTES: pipelining granularity
   int channels = 1;                            // WEFT_NCHANNELS: parallel rings/trees (1..16)
-  std::string transport = "ucx";               // WEFT_TRANSPORT: ucx (processes)
+  std::string transport = "auto";              // WEFT_TRANSPORT: auto (shm in a node, UCX across) | ucx
   bool ucx_peer_errors = false;                // WEFT_UCX_ERR_MODE=peer|none
 
   static CommConfig from_env(const EnvLookup& env);

@@ -53,6 +53,7 @@ void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx)
   for (size_t i = 0; i < n; ++i)
     if (remaining_[i] == 0) ready_.push_back(static_cast<StepId>(i));
   size_t head = 0, completed = 0;
+  const bool fuse = tr.reduces_on_delivery() && s.fused.size() == n;
 
   auto complete = [&](StepId id) {
     ++completed;
@@ -89,16 +90,31 @@ void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx)
           TransportOp& op = ops_[id];
           op.error = ErrorCode::kSuccess;
           op.error_message.clear();
-          tr.post_recv(st.peer, make_tag(ctx.seq, ctx.signature, st.msg), kTagMatchMask, resolve(bufs, st.dst),
-                       st.bytes, &op);
+          StepId f = fuse ? s.fused[id] : kNoStep;
+          if (f != kNoStep) {
+            tr.post_recv_reduce(st.peer, make_tag(ctx.seq, ctx.signature, st.msg), kTagMatchMask,
+                                resolve(bufs, s.steps[f].dst), resolve(bufs, s.fused_other[id]), st.bytes, s.dtype,
+                                s.op, &op);
+          } else {
+            tr.post_recv(st.peer, make_tag(ctx.seq, ctx.signature, st.msg), kTagMatchMask, resolve(bufs, st.dst),
+                         st.bytes, &op);
+          }
           inflight_.push_back(id);
           break;
         }
         case StepKind::kReduce:
+          if (fuse && st.dep_count == 1 && s.fused[s.deps[st.dep_begin]] == id) {  // done on delivery
+            complete(id);
+            break;
+          }
           reduce_inplace(s.dtype, s.op, resolve(bufs, st.dst), resolve(bufs, st.src), st.bytes / es);
           complete(id);
           break;
         case StepKind::kReduce3:
+          if (fuse && st.dep_count == 1 && s.fused[s.deps[st.dep_begin]] == id) {
+            complete(id);
+            break;
+          }
           reduce_into(s.dtype, s.op, resolve(bufs, st.dst), resolve(bufs, st.src2), resolve(bufs, st.src),
                       st.bytes / es);
           complete(id);

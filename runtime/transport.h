@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "collectives/datatype.h"
 #include "runtime/error.h"
 
 namespace weft {
@@ -42,6 +43,14 @@ class Transport {
   // Receives at most len bytes from peer whose tag matches (tag & mask) == (expected & mask).
   // A longer message fails the receive (truncation).
   virtual void post_recv(int peer, uint64_t tag, uint64_t mask, void* buf, size_t len, TransportOp* op) = 0;
+  // Transports that can combine a message with local data as it arrives (the shared-memory one
+  // reduces straight out of its staging buffer) say so; the executor then posts receive-reduce
+  // pairs as one operation: dst = incoming OP other (other may equal dst).
+  virtual bool reduces_on_delivery() const { return false; }
+  virtual void post_recv_reduce(int /*peer*/, uint64_t /*tag*/, uint64_t /*mask*/, void* /*dst*/, const void* /*other*/,
+                                size_t /*len*/, DataType /*dtype*/, RedOp /*op*/, TransportOp* /*op*/) {
+    throw Error(ErrorCode::kInternalError, "this transport does not reduce on delivery");
+  }
   // Drives communication; returns true when something completed or moved.
   virtual bool progress() = 0;
   // Sleeps until the transport may have something to progress, interrupt() is called, or the
