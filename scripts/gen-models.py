@@ -118,7 +118,7 @@ def gpt2_small(batch=8, seq=1024):
         linear(m, f"{p}.mlp.c_fc", d, 4 * d, t)
         linear(m, f"{p}.mlp.c_proj", 4 * d, d, t)
     layernorm(m, "ln_f", d, t)
-    m.add("lm_head(tied to wte)", 0, 2 * d * 50257 * t)
+    m.add("lm_head.tied_to_wte", 0, 2 * d * 50257 * t)
     return m
 
 
