@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "runtime/bootstrap.h"
+#include "runtime/c_api_internal.h"
 #include "runtime/communicator.h"
 #include "runtime/log.h"
 #include "weft/config.h"
@@ -308,3 +309,8 @@ weftResult_t weftRecvAsync(void* r, size_t count, weftDataType_t dt, int peer, w
 }
 
 }  // extern "C"
+
+namespace weft::capi {
+std::shared_ptr<Communicator> comm_of(weftComm_t comm, const char* fn) { return live(comm, fn); }
+weftResult_t record_error(weftComm_t comm, weftResult_t code, const std::string& msg) { return record(comm, code, msg); }
+}  // namespace weft::capi

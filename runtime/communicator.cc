@@ -41,6 +41,7 @@ std::string Work::error_message() {
 void Work::finish(ErrorCode code, std::string message) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    finished_at_ = Clock::now();
     code_ = code;
     message_ = std::move(message);
     done_ = true;
@@ -304,6 +305,7 @@ const Schedule& Communicator::schedule_for(const CollectiveArgs& a) {
 
 void Communicator::execute(const std::shared_ptr<Work>& w) {
   auto t0 = Clock::now();
+  w->started_at_ = t0;
   const CollectiveArgs& a = w->args_;
   try {
     {
@@ -371,9 +373,9 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   return Communicator::create(std::move(ci));
 }
 
-void Communicator::abort() {
+void Communicator::abort(const std::string& why) {
   abort_.store(true);
-  mark_broken("aborted by weftCommAbort", true);
+  mark_broken(why, true);
   if (transport_) transport_->interrupt();
 }
 

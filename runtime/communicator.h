@@ -69,7 +69,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // returns nullptr.
   std::shared_ptr<Communicator> split(int color, int key);
   // Ends every operation in flight or queued with an error; the communicator is broken after.
-  void abort();
+  // `why` is what this rank and its peers report.
+  void abort(const std::string& why = "aborted by weftCommAbort");
   bool broken() const;
   std::string last_error() const;
   void set_last_error(const std::string& e);

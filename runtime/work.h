@@ -24,6 +24,9 @@ class Work {
   ErrorCode error_code();
   std::string error_message();
   double elapsed_us() const { return elapsed_us_; }
+  // When the operation began executing and when it finished (steady clock; valid once test()).
+  std::chrono::steady_clock::time_point started_at() const { return started_at_; }
+  std::chrono::steady_clock::time_point finished_at() const { return finished_at_; }
   const CollectiveArgs& args() const { return args_; }
 
  private:
@@ -41,6 +44,7 @@ class Work {
   ErrorCode code_ = ErrorCode::kSuccess;
   std::string message_;
   double elapsed_us_ = 0;
+  std::chrono::steady_clock::time_point started_at_{}, finished_at_{};
 };
 
 }  // namespace weft

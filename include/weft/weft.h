@@ -133,6 +133,62 @@ WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t data
 WEFT_API weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
                                     weftComm_t comm, weftRequest_t* request);
 
+/* ---- Gradient reducer: bucketed all-reduce overlapped with the backward (docs/OVERLAP.md) ---- */
+typedef enum { weftCompressNone = 0, weftCompressFloat16 = 1, weftCompressBfloat16 = 2 } weftCompression_t;
+
+typedef struct {
+  size_t bucketCapBytes;       /* default 25 MiB */
+  size_t firstBucketCapBytes;  /* default 1 MiB */
+  int average;                 /* 1 (default): average over ranks; 0: sum */
+  int gradientAsBucketView;    /* 1: the framework writes into weftReducerGradView(); no copies */
+  int findUnused;              /* 1: finalize zero-fills parameters that were never marked */
+  int rebuildBuckets;          /* 1 (default): after the first synced step, buckets in ready order */
+  int overlap;                 /* 1 (default): launch buckets as they fill; 0: all at finalize */
+  weftCompression_t compression; /* 16-bit wire format for float32 buckets */
+  const char* timelinePath;    /* NULL or "": WEFT_TIMELINE; "%r"/"{rank}" replaced by the rank */
+} weftReducerConfig_t;
+
+typedef struct {
+  uint64_t step;          /* 1-based */
+  int synced;             /* 0 for a no_sync step */
+  int buckets;
+  uint64_t wireBytes;     /* bytes all-reduced by this rank */
+  double stepMs;          /* begin of the step -> finalize returned */
+  double backwardMs;      /* reported by weftReducerSetBackwardTime, else begin -> last mark */
+  double commMs;          /* sum of the buckets' all-reduce times */
+  double exposedCommMs;   /* the part of commMs after the last mark (not hidden by the backward) */
+  double tailMs;          /* last mark -> finalize returned */
+  double compressMs;      /* float16/bfloat16 conversions */
+  double overlapRatio;    /* 1 - exposed/comm, in [0,1] */
+  double syncOverhead;    /* exposedCommMs / stepMs */
+} weftStepStats_t;
+
+/// Fills config with the defaults (PyTorch DDP's: 25 MiB buckets, 1 MiB first bucket, average).
+WEFT_API weftResult_t weftReducerConfigInit(weftReducerConfig_t* config);
+/// Creates a reducer over comm (config NULL: defaults). comm must outlive it.
+WEFT_API weftResult_t weftReducerCreate(weftComm_t comm, const weftReducerConfig_t* config, weftReducer_t* reducer);
+/// Registers a parameter's gradient buffer, in model (forward) order, before the first step.
+/// grad may be NULL in bucket-view mode. *index (may be NULL) receives its index.
+WEFT_API weftResult_t weftReducerAddParam(weftReducer_t reducer, void* grad, size_t count, weftDataType_t datatype,
+                                          const char* name, int* index);
+/// The parameter's slice of its bucket (bucket-view mode writes gradients there). May change at
+/// the weftReducerBeginStep after the first synced step (buckets rebuilt; contents kept).
+WEFT_API weftResult_t weftReducerGradView(weftReducer_t reducer, int index, void** view);
+/// Starts a step; sync=0 is a no_sync step (gradients accumulate locally, nothing is sent).
+WEFT_API weftResult_t weftReducerBeginStep(weftReducer_t reducer, int sync);
+/// Optional: the caller's own measurement of this step's backward compute time.
+WEFT_API weftResult_t weftReducerSetBackwardTime(weftReducer_t reducer, double ms);
+/// The parameter's gradient is final for this step (call from the gradient hook).
+WEFT_API weftResult_t weftReducerMarkReady(weftReducer_t reducer, int index);
+/// The parameter received no gradient this step; it contributes zeros.
+WEFT_API weftResult_t weftReducerMarkUnused(weftReducer_t reducer, int index);
+/// Waits for every bucket, averages or sums, copies back (copy mode); stats may be NULL.
+WEFT_API weftResult_t weftReducerFinalize(weftReducer_t reducer, weftStepStats_t* stats);
+/// The number of buckets of the current (or next step's) layout.
+WEFT_API weftResult_t weftReducerBucketCount(weftReducer_t reducer, int* count);
+/// Waits for buckets in flight, writes the timeline (if any) and frees the reducer.
+WEFT_API weftResult_t weftReducerDestroy(weftReducer_t reducer);
+
 #ifdef __cplusplus
 }
 #endif
