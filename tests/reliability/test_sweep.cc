@@ -63,7 +63,9 @@ TEST_P(Determinism, EveryAlgorithmBitwiseAcrossRunsAndRanks) {
         ASSERT_TRUE(std::equal(results[r].begin(), results[r].begin() + half, results[r].begin() + half)) << "runs differ";
         bool same_everywhere = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kAllGather ||
                                kind == CollectiveKind::kBroadcast;
-        if (same_everywhere) ASSERT_EQ(results[r], results[0]) << "differs from rank 0";
+        if (same_everywhere) {
+          ASSERT_EQ(results[r], results[0]) << "differs from rank 0";
+        }
       }
     }
   }
