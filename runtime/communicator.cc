@@ -141,6 +141,8 @@ void Communicator::mark_broken(const std::string& why, bool tell_others) {
   if (tell_others) {
     try {
       store_->set("abort", to_bytes(fmt::format("rank {} failed: {}", rank_, why)));
+      // The cause is published: this process's death notice must not overwrite it later.
+      store_->cancel_on_disconnect("abort");
     } catch (const std::exception& e) {
       WEFT_LOG_DEBUG("could not publish the failure to the other ranks: {}", e.what());
     }
