@@ -76,11 +76,11 @@ void check_enums(const char* fn, int dtype, int op, bool reducing) {
 
 weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* recv, size_t count, int dtype, int op,
                    int root, weftComm_t comm, weftRequest_t* request) {
+  if (request) *request = nullptr;  // never a stale handle when the call fails
   return guarded(comm, [&] {
     auto c = live(comm, fn);
     bool reducing = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kReduce;
     check_enums(fn, dtype, op, reducing);
-    if (request) *request = nullptr;
     CollectiveArgs a;
     a.kind = kind;
     a.count = count;

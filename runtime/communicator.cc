@@ -152,6 +152,8 @@ void Communicator::mark_broken(const std::string& why, bool tell_others) {
   if (tell_others) {
     try {
       store_->set("abort", to_bytes(fmt::format("rank {} failed: {}", rank_, why)));
+      // The cause is published: this process's death notice must not overwrite it later.
+      store_->cancel_on_disconnect("abort");
     } catch (const std::exception& e) {
       WEFT_LOG_DEBUG("could not publish the failure to the other ranks: {}", e.what());
     }
@@ -322,9 +324,42 @@ void Communicator::execute(const std::shared_ptr<Work>& w) {
     ctx.deadline = t0 + config_.timeout;
     ctx.abort = &abort_;
     ctx.spin = config_.spin;
-    ctx.watchdog = [this] { check_remote_abort(); };
+    // A mismatch that no receive can see (e.g. different roots: the ranks wait on different
+    // peers) would end as a timeout. After 1 s of waiting, each rank publishes its call signature
+    // and compares it with the next rank's: if the ranks differ anywhere, some neighbours differ.
+    bool published = false;
+    std::string sig_key = fmt::format("sig/{}/", w->seq_);
+    bool collective = a.kind != CollectiveKind::kSend && a.kind != CollectiveKind::kRecv && size_ > 1;
+    ctx.watchdog = [&, this] {
+      check_remote_abort();
+      if (!collective || Clock::now() - t0 < std::chrono::seconds(1)) return;
+      if (!published) {
+        store_->set(sig_key + std::to_string(rank_), to_bytes(std::to_string(ctx.signature)));
+        published = true;
+      }
+      std::string next = sig_key + std::to_string((rank_ + 1) % size_);
+      if (!store_->check(next)) return;
+      auto theirs = static_cast<uint16_t>(std::stoul(to_string(store_->get(next, std::chrono::milliseconds(1000)))));
+      if (theirs != ctx.signature) {
+        fail(ErrorCode::kInvalidUsage, "mismatch with rank {}: the ranks passed different arguments: {}", (rank_ + 1) % size_,
+             signature_difference(ctx.signature, theirs));
+      }
+    };
     ctx.describe = [&] { return describe_call(a, w->seq_); };
-    executor_.run(s, bufs, ctx);
+    auto unpublish = [&] {
+      try {
+        if (published) store_->erase(sig_key + std::to_string(rank_));
+      } catch (const std::exception& e) {
+        WEFT_LOG_DEBUG("erase {}: {}", sig_key, e.what());
+      }
+    };
+    try {
+      executor_.run(s, bufs, ctx);
+    } catch (...) {
+      unpublish();
+      throw;
+    }
+    unpublish();
     w->elapsed_us_ = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     w->finish(ErrorCode::kSuccess, {});
   } catch (const Error& e) {

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "collectives/collective.h"
 #include "collectives/reduce_kernels.h"
 #include "runtime/log.h"
 
@@ -67,6 +68,14 @@ void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx)
     throw Error(code, msg);
   };
   auto what = [&] { return ctx.describe ? ctx.describe() : std::string("operation"); };
+  // A receive from a rank that called with other arguments: name what differs.
+  auto mismatch = [&](int peer, uint64_t sender_tag, size_t got, size_t want) {
+    uint16_t theirs = tag_signature(sender_tag);
+    std::string diff = theirs != ctx.signature ? signature_difference(ctx.signature, theirs) : std::string("the count");
+    abort_with(ErrorCode::kInvalidUsage,
+               fmt::format("{}: mismatch with rank {}: the ranks passed different arguments: {} (message of {} bytes, "
+                           "expected {})", what(), peer, diff, got, want));
+  };
 
   Clock::time_point idle_since{};
   Clock::time_point next_watchdog{};
@@ -149,10 +158,7 @@ void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx)
       if (state == TransportOp::kFailed) {
         bool truncated = st.kind == StepKind::kRecv && op.error == ErrorCode::kInvalidUsage;
         if (truncated || (st.kind == StepKind::kRecv && op.sender_tag && tag_signature(op.sender_tag) != ctx.signature)) {
-          abort_with(ErrorCode::kInvalidUsage,
-                     fmt::format("{}: rank {} sent a message larger than expected ({} bytes, expected {}): the ranks "
-                                 "called with different arguments (count, type, op, root or collective)",
-                                 what(), st.peer, op.bytes, st.bytes));
+          mismatch(st.peer, op.sender_tag, op.bytes, st.bytes);
         }
         abort_with(op.error == ErrorCode::kSuccess ? ErrorCode::kRemoteError : op.error,
                    fmt::format("{}: {} {} rank {} failed: {}", what(), st.kind == StepKind::kSend ? "send to" : "receive from",
@@ -160,10 +166,7 @@ void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx)
       }
       if (st.kind == StepKind::kRecv) {
         if (tag_signature(op.sender_tag) != ctx.signature || op.bytes != st.bytes) {
-          abort_with(ErrorCode::kInvalidUsage,
-                     fmt::format("{}: mismatch with rank {}: it called a different collective or different arguments "
-                                 "(its call signature {:04x}, this rank's {:04x}; message of {} bytes, expected {})",
-                                 what(), st.peer, tag_signature(op.sender_tag), ctx.signature, op.bytes, st.bytes));
+          mismatch(st.peer, op.sender_tag, op.bytes, st.bytes);
         }
       }
       op.state.store(TransportOp::kIdle, std::memory_order_relaxed);

@@ -49,8 +49,13 @@ JobInfo detect_job(const EnvLookup& env) {
          "WEFT_MASTER_ADDR, WEFT_MASTER_PORT and WEFT_JOB_SECRET");
   }
   job.launcher = found->launcher;
-  if (!env(found->size)) fail(ErrorCode::kInvalidArgument, "{} is set but {} is not", found->rank, found->size);
-  if (!env(found->rank)) fail(ErrorCode::kInvalidArgument, "{} is set but {} is not", found->size, found->rank);
+  // Set but empty counts as missing (env_int would return its fallback, -1, unchecked).
+  auto given = [&](const char* name) {
+    auto v = env(name);
+    return v && !v->empty();
+  };
+  if (!given(found->size)) fail(ErrorCode::kInvalidArgument, "{} is set but {} is not (or is empty)", found->rank, found->size);
+  if (!given(found->rank)) fail(ErrorCode::kInvalidArgument, "{} is set but {} is not (or is empty)", found->size, found->rank);
   job.size = static_cast<int>(env_int(env, found->size, -1, 1, 1 << 24));
   job.rank = static_cast<int>(env_int(env, found->rank, -1, 0, job.size - 1));
   if (found->local_rank) job.local_rank = static_cast<int>(env_int(env, found->local_rank, -1, 0, job.size - 1));
@@ -68,7 +73,7 @@ JobInfo detect_job(const EnvLookup& env) {
   }
   if (addr && !addr->empty()) {
     job.master_addr = *addr;
-    if (!env(port_name)) fail(ErrorCode::kInvalidArgument, "WEFT_MASTER_ADDR is set but {} is not", port_name);
+    if (!given(port_name)) fail(ErrorCode::kInvalidArgument, "WEFT_MASTER_ADDR is set but {} is not (or is empty)", port_name);
     job.master_port = static_cast<int>(env_int(env, port_name, -1, 1, 65535));
   } else if (env(port_name)) {
     job.master_port = static_cast<int>(env_int(env, port_name, -1, 1, 65535));

@@ -164,7 +164,8 @@ bool TcpStoreServer::handle_payload(Client& c, const Bytes& payload) {
             v = 0;
           }
         }
-        v += req.delta;
+        // Wraps like two's complement (a signed overflow would be undefined behaviour).
+        v = static_cast<int64_t>(static_cast<uint64_t>(v) + static_cast<uint64_t>(req.delta));
         std::string s = std::to_string(v);
         size_t old = it == data_.end() ? 0 : it->second.size() + it->first.size();
         stored_bytes_ = stored_bytes_.load() - old + s.size() + req.key.size();
@@ -251,6 +252,11 @@ void TcpStoreServer::run() {
                 break;
               }
             }
+            // Until it has authenticated, a client gets no more buffer than the largest auth frame.
+            if (!drop && !c.authed && c.decoder.buffered() > 4 + 1 + 4 + kMaxKeyBytes) {
+              fail(ErrorCode::kInvalidArgument, "store protocol: {} bytes buffered before authentication",
+                   c.decoder.buffered());
+            }
           } catch (const Error& e) {
             protocol_errors_++;
             WEFT_LOG_WARN("store server: dropping {}: {}", c.name, e.what());
@@ -277,6 +283,8 @@ void TcpStoreServer::run() {
       if (drop) {
         for (auto& [key, value] : c.on_disconnect) {
           WEFT_LOG_DEBUG("store server: {} vanished; setting {}", c.name, key);
+          auto old = data_.find(key);
+          if (old != data_.end()) stored_bytes_ -= old->first.size() + old->second.size();
           stored_bytes_ += key.size() + value.size();
           data_[key] = std::move(value);
         }

@@ -5,11 +5,16 @@
 //   absent           rank 1 never enters the collective (sleeps past the timeout)
 //   mismatch         rank 1 calls with a different count
 //   abort            rank 0 aborts its communicator from another thread while waiting
+//   abort-async      rank 0 aborts from another thread while three asynchronous calls wait
+//   argerror         every rank passes a bad root first: an argument error, then a correct call
+// After an error every mode checks that the communicator is broken, not half-broken: one more
+// call must fail at once with the original cause ("rank R: AFTER <code> <ms> <message>").
 // Exit status: 0 when the mode's expectation held on this rank; the last line on stdout says
 // "rank R: <result> <code> <elapsed ms> <message>".
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -68,6 +73,25 @@ int check(weft::Comm& comm) {
   return 0;
 }
 
+// After an error the communicator must be broken: the next call fails at once with the cause.
+int after_error(weft::Comm& comm, const std::string& cause) {
+  std::vector<float> v(16, 1.0f);
+  auto t0 = Clock::now();
+  try {
+    comm.all_reduce(v.data(), v.data(), v.size(), weft::Float32, weft::Sum);
+    std::printf("rank %d: AFTER-NO-ERROR: a call on a failed communicator succeeded\n", comm.rank());
+    return 1;
+  } catch (const weft::Error& e) {
+    double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    std::printf("rank %d: AFTER %d %.0f %s\n", comm.rank(), static_cast<int>(e.code()), ms, e.what());
+    std::string what = e.what();
+    // The original cause is quoted (its first 40 characters suffice to recognise it).
+    bool same = what.find(cause.substr(0, std::min<size_t>(cause.size(), 40))) != std::string::npos ||
+                (cause.find("abort") != std::string::npos && what.find("abort") != std::string::npos);
+    return ms < 100 && same ? 0 : 1;
+  }
+}
+
 int expect_failure(weft::Comm& comm, const char* mode) {
   const int r = comm.rank();
   auto t0 = Clock::now();
@@ -105,8 +129,54 @@ int expect_failure(weft::Comm& comm, const char* mode) {
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     std::printf("rank %d: ERROR %d %.0f %s\n", r, static_cast<int>(e.code()), ms, e.what());
     std::fflush(stdout);
+    return after_error(comm, e.what());
+  }
+}
+
+int abort_async(weft::Comm& comm) {
+  const int r = comm.rank();
+  if (r != 0) {
+    std::this_thread::sleep_for(std::chrono::seconds(4));  // never joins; rank 0 aborts
     return 0;
   }
+  std::vector<std::vector<float>> bufs(3, std::vector<float>(1 << 20, 1.0f));
+  std::vector<weft::Work> works;
+  for (auto& b : bufs) works.push_back(comm.all_reduce_async(b.data(), b.data(), b.size(), weft::Float32, weft::Sum));
+  auto t0 = Clock::now();
+  std::thread([&comm] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    comm.abort();
+  }).detach();
+  int errors = 0;
+  std::string first;
+  for (auto& w : works) {
+    try {
+      w.wait();
+    } catch (const weft::Error& e) {
+      if (!errors++) first = e.what();
+    }
+  }
+  double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  std::printf("rank %d: %s 4 %.0f %d of 3 requests released: %s\n", r, errors == 3 ? "ERROR" : "NO-ERROR", ms, errors,
+              first.c_str());
+  return errors == 3 ? after_error(comm, first) : 1;
+}
+
+int arg_error(weft::Comm& comm) {
+  const int r = comm.rank(), n = comm.size();
+  std::vector<float> buf(1000, 1.0f);
+  try {
+    comm.broadcast(buf.data(), buf.data(), buf.size(), weft::Float32, n + 3);
+    std::printf("rank %d: NO-ERROR for a bad root\n", r);
+    return 1;
+  } catch (const weft::Error& e) {
+    std::printf("rank %d: ARG %d %s\n", r, static_cast<int>(e.code()), e.what());
+    if (e.code() != weft::ErrorCode::kInvalidArgument) return 1;
+  }
+  comm.all_reduce(buf.data(), buf.data(), buf.size(), weft::Float32, weft::Sum);
+  if (buf[0] != static_cast<float>(n)) return 1;
+  std::printf("rank %d: OK usable after an argument error\n", r);
+  return 0;
 }
 
 }  // namespace
@@ -115,9 +185,12 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "check";
   try {
     weft::Comm comm = weft::Comm::from_env();
-    int rc = !std::strcmp(mode, "check") ? check(comm) : expect_failure(comm, mode);
+    int rc = !std::strcmp(mode, "check")         ? check(comm)
+             : !std::strcmp(mode, "abort-async") ? abort_async(comm)
+             : !std::strcmp(mode, "argerror")    ? arg_error(comm)
+                                                 : expect_failure(comm, mode);
     std::fflush(stdout);
-    if (std::strcmp(mode, "check") != 0) _exit(rc);  // a broken communicator: leave without teardown
+    if (std::strcmp(mode, "check") != 0 && std::strcmp(mode, "argerror") != 0) _exit(rc);  // a broken communicator: leave without teardown
     return rc;
   } catch (const weft::Error& e) {
     std::printf("rank ?: FATAL %d %s\n", static_cast<int>(e.code()), e.what());

@@ -1,0 +1,246 @@
+// Bad arguments through every function of the C API: each returns weftInvalidArgument or
+// weftInvalidUsage with a message (weftGetLastErrorMessage, and weftCommGetLastError when the
+// communicator is live) and writes nothing: every buffer is framed by guard zones and checked.
+// The communicator is a one-rank world bootstrapped from WEFT_* variables (UCX).
+#include <gtest/gtest.h>
+#include <weft/weft.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr size_t kGuard = 256;
+constexpr size_t kElems = 64;
+
+// A buffer of kElems float64 with guard zones on both sides; intact() checks everything.
+struct Guarded {
+  std::vector<uint8_t> mem = std::vector<uint8_t>(kElems * 8 + 2 * kGuard);
+  std::vector<uint8_t> image;
+  Guarded() {
+    for (size_t i = 0; i < mem.size(); ++i) mem[i] = static_cast<uint8_t>(0x5A ^ (i * 13));
+    image = mem;
+  }
+  void* p() { return mem.data() + kGuard; }
+  bool intact() const { return mem == image; }
+};
+
+class CApi : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::mt19937 rng(static_cast<unsigned>(getpid()));
+    setenv("WEFT_RANK", "0", 1);
+    setenv("WEFT_WORLD_SIZE", "1", 1);
+    setenv("WEFT_MASTER_ADDR", "127.0.0.1", 1);
+    setenv("WEFT_MASTER_PORT", std::to_string(20000 + rng() % 30000).c_str(), 1);
+    setenv("WEFT_JOB_SECRET", "c-api-test", 1);
+    setenv("WEFT_TIMEOUT_MS", "5000", 1);
+    ASSERT_EQ(weftCommInitFromEnv(&comm_), weftSuccess) << weftGetLastErrorMessage();
+  }
+  static void TearDownTestSuite() {
+    if (comm_) weftCommDestroy(comm_);
+    comm_ = nullptr;
+  }
+  static weftComm_t comm_;
+};
+weftComm_t CApi::comm_ = nullptr;
+
+// Checks one failing call: its code, a non-empty message naming the function, guard zones.
+void expect_rejected(const char* what, weftResult_t got, std::initializer_list<weftResult_t> allowed, Guarded& a,
+                     Guarded& b, const char* fn) {
+  bool ok = false;
+  for (auto r : allowed) ok |= got == r;
+  EXPECT_TRUE(ok) << what << ": returned " << got << " (" << weftGetErrorString(got) << ")";
+  std::string msg = weftGetLastErrorMessage();
+  EXPECT_FALSE(msg.empty()) << what;
+  if (fn) {
+    EXPECT_NE(msg.find(fn), std::string::npos) << what << ": message '" << msg << "' does not name " << fn;
+  }
+  EXPECT_TRUE(a.intact()) << what << ": wrote into the send buffer or its guards";
+  EXPECT_TRUE(b.intact()) << what << ": wrote into the receive buffer or its guards";
+}
+
+constexpr auto kArg = weftInvalidArgument;
+constexpr auto kUse = weftInvalidUsage;
+const auto kBadType = static_cast<weftDataType_t>(weftNumTypes);
+const auto kNegType = static_cast<weftDataType_t>(-1);
+const auto kBadOp = static_cast<weftRedOp_t>(weftNumOps);
+constexpr size_t kHuge = SIZE_MAX / 2;
+
+TEST_F(CApi, NullCommunicatorEverywhere) {
+  Guarded a, b;
+  weftRequest_t req = nullptr;
+  int x = 0, y = 0;
+  const auto f32 = weftFloat32;
+  struct Call {
+    const char* name;
+    std::function<weftResult_t()> call;
+  };
+  std::vector<Call> calls = {
+      {"weftCommRank", [&] { return weftCommRank(nullptr, &x); }},
+      {"weftCommCount", [&] { return weftCommCount(nullptr, &x); }},
+      {"weftCommLocalRank", [&] { return weftCommLocalRank(nullptr, &x); }},
+      {"weftCommLocalCount", [&] { return weftCommLocalCount(nullptr, &x); }},
+      {"weftCommNode", [&] { return weftCommNode(nullptr, &x, &y); }},
+      {"weftCommAbort", [&] { return weftCommAbort(nullptr); }},
+      {"weftCommDestroy", [&] { return weftCommDestroy(nullptr); }},
+      {"weftCommSplit", [&] { weftComm_t n; return weftCommSplit(nullptr, 0, 0, &n); }},
+      {"weftAllReduce", [&] { return weftAllReduce(a.p(), b.p(), kElems, f32, weftSum, nullptr); }},
+      {"weftAllReduceAsync", [&] { return weftAllReduceAsync(a.p(), b.p(), kElems, f32, weftSum, nullptr, &req); }},
+      {"weftReduceScatter", [&] { return weftReduceScatter(a.p(), b.p(), 1, f32, weftSum, nullptr); }},
+      {"weftReduceScatterAsync", [&] { return weftReduceScatterAsync(a.p(), b.p(), 1, f32, weftSum, nullptr, &req); }},
+      {"weftAllGather", [&] { return weftAllGather(a.p(), b.p(), 1, f32, nullptr); }},
+      {"weftAllGatherAsync", [&] { return weftAllGatherAsync(a.p(), b.p(), 1, f32, nullptr, &req); }},
+      {"weftBroadcast", [&] { return weftBroadcast(a.p(), b.p(), 1, f32, 0, nullptr); }},
+      {"weftBroadcastAsync", [&] { return weftBroadcastAsync(a.p(), b.p(), 1, f32, 0, nullptr, &req); }},
+      {"weftReduce", [&] { return weftReduce(a.p(), b.p(), 1, f32, weftSum, 0, nullptr); }},
+      {"weftReduceAsync", [&] { return weftReduceAsync(a.p(), b.p(), 1, f32, weftSum, 0, nullptr, &req); }},
+      {"weftAllToAll", [&] { return weftAllToAll(a.p(), b.p(), 1, f32, nullptr); }},
+      {"weftAllToAllAsync", [&] { return weftAllToAllAsync(a.p(), b.p(), 1, f32, nullptr, &req); }},
+      {"weftBarrier", [&] { return weftBarrier(nullptr); }},
+      {"weftBarrierAsync", [&] { return weftBarrierAsync(nullptr, &req); }},
+      {"weftSend", [&] { return weftSend(a.p(), 1, f32, 0, nullptr); }},
+      {"weftSendAsync", [&] { return weftSendAsync(a.p(), 1, f32, 0, nullptr, &req); }},
+      {"weftRecv", [&] { return weftRecv(b.p(), 1, f32, 0, nullptr); }},
+      {"weftRecvAsync", [&] { return weftRecvAsync(b.p(), 1, f32, 0, nullptr, &req); }},
+  };
+  for (auto& c : calls) {
+    expect_rejected(c.name, c.call(), {kArg}, a, b, c.name);
+    EXPECT_EQ(req, nullptr) << c.name;
+  }
+  EXPECT_STREQ(weftCommGetLastError(nullptr), "not a live communicator");
+}
+
+TEST_F(CApi, NullOutputsAndNullRequests) {
+  Guarded a, b;
+  expect_rejected("version", weftGetVersion(nullptr), {kArg}, a, b, "weftGetVersion");
+  expect_rejected("rank", weftCommRank(comm_, nullptr), {kArg}, a, b, "weftCommRank");
+  expect_rejected("count", weftCommCount(comm_, nullptr), {kArg}, a, b, "weftCommCount");
+  expect_rejected("local rank", weftCommLocalRank(comm_, nullptr), {kArg}, a, b, "weftCommLocalRank");
+  expect_rejected("local count", weftCommLocalCount(comm_, nullptr), {kArg}, a, b, "weftCommLocalCount");
+  int x;
+  expect_rejected("node", weftCommNode(comm_, &x, nullptr), {kArg}, a, b, "weftCommNode");
+  expect_rejected("init", weftCommInitFromEnv(nullptr), {kArg}, a, b, "weftCommInitFromEnv");
+  expect_rejected("split", weftCommSplit(comm_, 0, 0, nullptr), {kArg}, a, b, "weftCommSplit");
+  expect_rejected("wait", weftWait(nullptr, 0), {kArg}, a, b, "weftWait");
+  expect_rejected("test", weftTest(nullptr, &x), {kArg, kUse}, a, b, "weftTest");
+  expect_rejected("test done", weftTest(nullptr, nullptr), {kArg}, a, b, "weftTest");
+  const auto f = weftFloat32;
+  expect_rejected("ar", weftAllReduceAsync(a.p(), b.p(), 1, f, weftSum, comm_, nullptr), {kArg}, a, b, "request is NULL");
+  expect_rejected("rs", weftReduceScatterAsync(a.p(), b.p(), 1, f, weftSum, comm_, nullptr), {kArg}, a, b, "request is NULL");
+  expect_rejected("ag", weftAllGatherAsync(a.p(), b.p(), 1, f, comm_, nullptr), {kArg}, a, b, "request is NULL");
+  expect_rejected("bc", weftBroadcastAsync(a.p(), b.p(), 1, f, 0, comm_, nullptr), {kArg}, a, b, "request is NULL");
+  expect_rejected("rd", weftReduceAsync(a.p(), b.p(), 1, f, weftSum, 0, comm_, nullptr), {kArg}, a, b, "request is NULL");
+  expect_rejected("a2a", weftAllToAllAsync(a.p(), b.p(), 1, f, comm_, nullptr), {kArg}, a, b, "request is NULL");
+  expect_rejected("bar", weftBarrierAsync(comm_, nullptr), {kArg}, a, b, "request is NULL");
+  expect_rejected("send", weftSendAsync(a.p(), 1, f, 0, comm_, nullptr), {kArg}, a, b, "request is NULL");
+  expect_rejected("recv", weftRecvAsync(b.p(), 1, f, 0, comm_, nullptr), {kArg}, a, b, "request is NULL");
+  EXPECT_NE(std::string(weftCommGetLastError(comm_)), "");
+  EXPECT_STRNE(weftGetErrorString(static_cast<weftResult_t>(99)), "");
+}
+
+TEST_F(CApi, NullBuffersBadEnumsOverflowAndRanges) {
+  Guarded a, b;
+  weftRequest_t req = nullptr;
+  const auto f = weftFloat32;
+  struct Case {
+    const char* what;
+    std::function<weftResult_t()> call;
+    const char* words;
+  };
+  std::vector<Case> cases = {
+      {"null send", [&] { return weftAllReduce(nullptr, b.p(), kElems, f, weftSum, comm_); }, "sendbuff is NULL"},
+      {"null recv", [&] { return weftAllReduce(a.p(), nullptr, kElems, f, weftSum, comm_); }, "recvbuff is NULL"},
+      {"null async", [&] { return weftAllReduceAsync(a.p(), nullptr, 3, f, weftSum, comm_, &req); }, "recvbuff is NULL"},
+      {"rs null", [&] { return weftReduceScatter(nullptr, b.p(), 4, f, weftSum, comm_); }, "NULL"},
+      {"ag null", [&] { return weftAllGather(a.p(), nullptr, 4, f, comm_); }, "NULL"},
+      {"bc null", [&] { return weftBroadcast(nullptr, b.p(), 4, f, 0, comm_); }, "NULL"},
+      {"rd null", [&] { return weftReduce(a.p(), nullptr, 4, f, weftSum, 0, comm_); }, "NULL"},
+      {"a2a null", [&] { return weftAllToAll(nullptr, b.p(), 4, f, comm_); }, "NULL"},
+      {"type", [&] { return weftAllReduce(a.p(), b.p(), 4, kBadType, weftSum, comm_); }, "datatype"},
+      {"neg type", [&] { return weftAllGather(a.p(), b.p(), 4, kNegType, comm_); }, "datatype"},
+      {"bc type", [&] { return weftBroadcast(a.p(), b.p(), 4, kBadType, 0, comm_); }, "datatype"},
+      {"send type", [&] { return weftSend(a.p(), 4, kBadType, 0, comm_); }, "datatype"},
+      {"op", [&] { return weftAllReduce(a.p(), b.p(), 4, f, kBadOp, comm_); }, "op"},
+      {"neg op", [&] { return weftReduce(a.p(), b.p(), 4, f, static_cast<weftRedOp_t>(-3), 0, comm_); }, "op"},
+      {"rs op", [&] { return weftReduceScatter(a.p(), b.p(), 4, f, kBadOp, comm_); }, "op"},
+      {"overflow", [&] { return weftAllReduce(a.p(), b.p(), kHuge, f, weftSum, comm_); }, "overflow"},
+      {"overflow max", [&] { return weftAllReduce(a.p(), b.p(), SIZE_MAX, weftFloat64, weftSum, comm_); }, "overflow"},
+      {"ag overflow", [&] { return weftAllGather(a.p(), b.p(), kHuge, f, comm_); }, "overflow"},
+      {"a2a overflow", [&] { return weftAllToAll(a.p(), b.p(), SIZE_MAX / 8, f, comm_); }, "overflow"},
+      {"root", [&] { return weftBroadcast(a.p(), b.p(), 4, f, 1, comm_); }, "root 1"},
+      {"neg root", [&] { return weftReduce(a.p(), b.p(), 4, f, weftSum, -1, comm_); }, "root -1"},
+      {"root async", [&] { return weftBroadcastAsync(a.p(), b.p(), 4, f, 5, comm_, &req); }, "root 5"},
+      {"peer", [&] { return weftSend(a.p(), 4, f, 1, comm_); }, "peer 1"},
+      {"neg peer", [&] { return weftRecv(b.p(), 4, f, -1, comm_); }, "peer -1"},
+      {"self peer", [&] { return weftSend(a.p(), 4, f, 0, comm_); }, "this rank"},
+      {"overlap", [&] { return weftAllReduce(a.p(), static_cast<uint8_t*>(a.p()) + 4, 4, f, weftSum, comm_); }, "overlap"},
+  };
+  for (auto& c : cases) {
+    weftResult_t r = c.call();
+    expect_rejected(c.what, r, {kArg}, a, b, nullptr);
+    EXPECT_NE(std::string(weftGetLastErrorMessage()).find(c.words), std::string::npos)
+        << c.what << ": '" << weftGetLastErrorMessage() << "'";
+    EXPECT_EQ(std::string(weftCommGetLastError(comm_)), std::string(weftGetLastErrorMessage())) << c.what;
+    EXPECT_EQ(req, nullptr) << c.what;
+  }
+  // None of that broke the communicator: a real call works, within the guard zones.
+  double* in = static_cast<double*>(a.p());
+  for (size_t i = 0; i < kElems; ++i) in[i] = static_cast<double>(i);
+  a.image = a.mem;
+  ASSERT_EQ(weftAllReduce(a.p(), b.p(), kElems, weftFloat64, weftSum, comm_), weftSuccess) << weftCommGetLastError(comm_);
+  EXPECT_TRUE(a.intact());
+  EXPECT_EQ(std::memcmp(a.p(), b.p(), kElems * 8), 0);
+  EXPECT_EQ(std::memcmp(b.mem.data(), b.image.data(), kGuard), 0) << "front guard written";
+  EXPECT_EQ(std::memcmp(b.mem.data() + kGuard + kElems * 8, b.image.data() + kGuard + kElems * 8, kGuard), 0)
+      << "back guard written";
+}
+
+TEST_F(CApi, RequestWaitedTwiceAndDestroyedCommunicator) {
+  Guarded a, b;
+  weftRequest_t req = nullptr;
+  ASSERT_EQ(weftAllReduceAsync(a.p(), b.p(), 8, weftFloat32, weftSum, comm_, &req), weftSuccess);
+  ASSERT_NE(req, nullptr);
+  int done = 0;
+  EXPECT_EQ(weftTest(req, &done), weftSuccess);
+  EXPECT_EQ(weftWait(req, -1), weftSuccess) << weftGetLastErrorMessage();
+  EXPECT_EQ(weftWait(req, -1), weftInvalidUsage);
+  EXPECT_NE(std::string(weftGetLastErrorMessage()).find("not live"), std::string::npos) << weftGetLastErrorMessage();
+  EXPECT_EQ(weftTest(req, &done), weftInvalidUsage);
+
+  // A second communicator (a split of the world), destroyed, then used everywhere.
+  weftComm_t sub = nullptr;
+  ASSERT_EQ(weftCommSplit(comm_, 0, 0, &sub), weftSuccess) << weftGetLastErrorMessage();
+  ASSERT_NE(sub, nullptr);
+  ASSERT_EQ(weftCommDestroy(sub), weftSuccess);
+  Guarded c, d;
+  int x;
+  EXPECT_EQ(weftCommDestroy(sub), weftInvalidUsage);
+  EXPECT_NE(std::string(weftGetLastErrorMessage()).find("not a live communicator"), std::string::npos);
+  EXPECT_EQ(weftCommRank(sub, &x), weftInvalidUsage);
+  EXPECT_EQ(weftCommAbort(sub), weftInvalidUsage);
+  EXPECT_EQ(weftAllReduce(c.p(), d.p(), 8, weftFloat32, weftSum, sub), weftInvalidUsage);
+  EXPECT_EQ(weftBarrierAsync(sub, &req), weftInvalidUsage);
+  EXPECT_EQ(req, nullptr);
+  EXPECT_STREQ(weftCommGetLastError(sub), "not a live communicator");
+  EXPECT_TRUE(c.intact() && d.intact());
+  // A negative color gives no communicator.
+  EXPECT_EQ(weftCommSplit(comm_, -1, 0, &sub), weftSuccess);
+  EXPECT_EQ(sub, nullptr);
+}
+
+TEST_F(CApi, ZeroCountWithNullBuffersIsFine) {
+  EXPECT_EQ(weftAllReduce(nullptr, nullptr, 0, weftFloat32, weftSum, comm_), weftSuccess) << weftGetLastErrorMessage();
+  EXPECT_EQ(weftBroadcast(nullptr, nullptr, 0, weftInt8, 0, comm_), weftSuccess) << weftGetLastErrorMessage();
+  EXPECT_EQ(weftBarrier(comm_), weftSuccess);
+  int v = 0;
+  EXPECT_EQ(weftGetVersion(&v), weftSuccess);
+  EXPECT_GT(v, 0);
+}
+
+}  // namespace
