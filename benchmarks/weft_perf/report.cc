@@ -37,7 +37,9 @@ void Report::header(const std::string& coll, int nranks, const std::string& how)
 static void half_table(const Half& h) {
   if (!h.ran) return (void)std::printf(" %9s %7s %7s %6s", "n/a", "n/a", "n/a", "n/a");
   std::printf(h.time_us < 1e5 ? " %9.2f" : " %9.0f", h.time_us);
-  std::printf(" %7.2f %7.2f %6ld", h.algbw, h.busbw, h.wrong);
+  std::printf(" %7.2f %7.2f", h.algbw, h.busbw);
+  if (h.wrong < 0) std::printf(" %6s", "N/A");
+  else std::printf(" %6ld", h.wrong);
 }
 
 static void half_csv(FILE* f, const Half& h) {
