@@ -15,8 +15,18 @@ double allreduce_bound(int n, double copyn, double addn) {
   return 2.0 / (n * (1.0 / addn + 1.0 / copyn));
 }
 
+// Vectorised by hand (GCC's -O2 leaves the plain loop scalar), so the bound is not understated.
 static void add_loop(float* __restrict a, const float* __restrict b, size_t n) {
-  for (size_t i = 0; i < n; ++i) a[i] += b[i];
+  typedef float v4 __attribute__((vector_size(16)));
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    v4 x[4], y[4];
+    std::memcpy(x, a + i, sizeof x);
+    std::memcpy(y, b + i, sizeof y);
+    for (int k = 0; k < 4; ++k) x[k] += y[k];
+    std::memcpy(a + i, x, sizeof x);
+  }
+  for (; i < n; ++i) a[i] += b[i];
 }
 
 // Aggregate GB/s of `threads` threads each running op over its own `bytes`-byte buffers; the
