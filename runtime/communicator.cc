@@ -98,7 +98,7 @@ void Communicator::connect() {
   if (init_.transport == TransportKind::kInproc) {
     if (!init_.fabric || init_.fabric->size() != size_) fail(ErrorCode::kInvalidArgument, "inproc communicator: fabric size differs");
     transport_ = std::make_unique<InprocTransport>(init_.fabric, rank_);
-  } else if (config_.transport == "ucx" || !ShmTransport::usable()) {
+  } else if (init_.transport == TransportKind::kUcx && (config_.transport == "ucx" || !ShmTransport::usable())) {
     transport_ = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout, config_.ucx_peer_errors);
   } else {
     // Weft's shared-memory transport between the ranks of a node, UCX between nodes.
@@ -151,7 +151,8 @@ void Communicator::mark_broken(const std::string& why, bool tell_others) {
   WEFT_LOG_ERROR("communicator broken: {}", why);
   if (tell_others) {
     try {
-      store_->set("abort", to_bytes(fmt::format("rank {} failed: {}", rank_, why)));
+      // First cause wins: a failure that follows another rank's report does not replace it.
+      if (!store_->check("abort")) store_->set("abort", to_bytes(fmt::format("rank {} failed: {}", rank_, why)));
       // The cause is published: this process's death notice must not overwrite it later.
       store_->cancel_on_disconnect("abort");
     } catch (const std::exception& e) {

@@ -30,7 +30,10 @@ namespace weft {
 
 class InprocFabric;
 
-enum class TransportKind { kUcx, kInproc };
+// kUcx: between processes — Weft's shared memory within a node and UCX across nodes, unless
+// WEFT_TRANSPORT=ucx asks for UCX everywhere; kShm: shared memory within the node (UCX across);
+// kInproc: thread-ranks of one process (tests).
+enum class TransportKind { kUcx, kInproc, kShm };
 
 struct CommInit {
   std::shared_ptr<Store> store;  // scoped to this communicator (a PrefixStore is fine)

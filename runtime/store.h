@@ -27,7 +27,8 @@ class Store {
   // Removes key if present.
   virtual void erase(const std::string& key) = 0;
   // Asks the store to set key = value if this client vanishes without cancelling (a crashed rank
-  // announces its own death this way). Stores whose clients cannot vanish alone ignore it.
+  // announces its own death this way) and key is not set yet. Stores whose clients cannot vanish
+  // alone ignore it.
   virtual void set_on_disconnect(const std::string& /*key*/, const Bytes& /*value*/) {}
   virtual void cancel_on_disconnect(const std::string& /*key*/) {}
 };

@@ -282,9 +282,10 @@ void TcpStoreServer::run() {
       }
       if (drop) {
         for (auto& [key, value] : c.on_disconnect) {
+          // The first word wins: a notice never overwrites a key already set (a rank that
+          // exits after reporting or receiving an error must not hide the real cause).
+          if (data_.count(key)) continue;
           WEFT_LOG_DEBUG("store server: {} vanished; setting {}", c.name, key);
-          auto old = data_.find(key);
-          if (old != data_.end()) stored_bytes_ -= old->first.size() + old->second.size();
           stored_bytes_ += key.size() + value.size();
           data_[key] = std::move(value);
         }

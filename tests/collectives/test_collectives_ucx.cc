@@ -25,6 +25,7 @@ TEST_P(UcxSubset, EveryAlgorithmFewSizes) {
     for (const AlgoChoice& algo : algo_choices(kind)) {
       SCOPED_TRACE(std::string(collective_name(kind)) + " " + algo.label());
       run_cases(TransportKind::kUcx, algo, n, cases);
+      run_cases(TransportKind::kShm, algo, n, cases);  // Weft's shared-memory transport, same cases
     }
   }
 }

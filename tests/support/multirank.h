@@ -17,7 +17,9 @@
 
 namespace weft::test {
 
-inline const char* transport_label(TransportKind k) { return k == TransportKind::kUcx ? "ucx" : "inproc"; }
+inline const char* transport_label(TransportKind k) {
+  return k == TransportKind::kUcx ? "ucx" : k == TransportKind::kShm ? "shm" : "inproc";
+}
 
 inline CommConfig test_config() {
   CommConfig c;
@@ -44,6 +46,7 @@ inline void run_ranks(int n, TransportKind kind, const std::function<void(Commun
         init.fabric = fabric;
         init.node_id = "node0";
         init.config = config;
+        if (kind == TransportKind::kUcx) init.config.transport = "ucx";  // "ucx" in a test name means UCX
         auto comm = Communicator::create(init);
         fn(*comm);
         comm->destroy();
