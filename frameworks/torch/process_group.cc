@@ -1,0 +1,375 @@
+#include "frameworks/torch/process_group.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdlib>
+
+#include "frameworks/torch/store_adapter.h"
+#include "runtime/error.h"
+#include "runtime/log.h"
+
+namespace weft::torch_backend {
+namespace {
+
+using c10d::OpType;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+DataType weft_dtype(const at::Tensor& t, const char* op) {
+  switch (t.scalar_type()) {
+    case at::kChar: return DataType::kInt8;
+    case at::kByte: return DataType::kUint8;
+    case at::kInt: return DataType::kInt32;
+    case at::kLong: return DataType::kInt64;
+    case at::kHalf: return DataType::kFloat16;
+    case at::kBFloat16: return DataType::kBfloat16;
+    case at::kFloat: return DataType::kFloat32;
+    case at::kDouble: return DataType::kFloat64;
+    default:
+      TORCH_CHECK(false, "weft: ", op, ": tensors of type ", t.scalar_type(),
+                  " are not supported (weft takes int8, uint8, int32, int64, float16, bfloat16, float32, float64)");
+  }
+}
+
+RedOp weft_op(const c10d::ReduceOp& op, const char* name) {
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM: return RedOp::kSum;
+    case c10d::ReduceOp::AVG: return RedOp::kAvg;
+    case c10d::ReduceOp::PRODUCT: return RedOp::kProd;
+    case c10d::ReduceOp::MIN: return RedOp::kMin;
+    case c10d::ReduceOp::MAX: return RedOp::kMax;
+    default:
+      TORCH_CHECK(false, "weft: ", name, ": reduce op ", static_cast<int>(op.op_),
+                  " is not supported (weft reduces with SUM, PRODUCT, MIN, MAX, AVG)");
+  }
+}
+
+void check_tensor(const at::Tensor& t, const char* op) {
+  TORCH_CHECK(t.defined(), "weft: ", op, ": undefined tensor");
+  TORCH_CHECK(t.device().is_cpu(), "weft: ", op, ": the tensor is on ", t.device(),
+              "; the GPU path is not built (the weft backend takes CPU tensors only)");
+  TORCH_CHECK(t.layout() == at::kStrided, "weft: ", op, ": only dense (strided) tensors are supported");
+  weft_dtype(t, op);
+}
+
+void check_like(const at::Tensor& t, const at::Tensor& ref, int64_t numel, const char* op, const char* what) {
+  check_tensor(t, op);
+  TORCH_CHECK(t.scalar_type() == ref.scalar_type(), "weft: ", op, ": ", what, " has type ", t.scalar_type(),
+              " but the input has type ", ref.scalar_type());
+  TORCH_CHECK(t.numel() == numel, "weft: ", op, ": ", what, " has ", t.numel(), " elements, expected ", numel);
+}
+
+const at::Tensor& single(const std::vector<at::Tensor>& ts, const char* op) {
+  TORCH_CHECK(ts.size() == 1, "weft: ", op, " takes one tensor per process (got ", ts.size(), ")");
+  check_tensor(ts[0], op);
+  return ts[0];
+}
+
+CollectiveArgs make_args(CollectiveKind kind, const at::Tensor& t, uint64_t count) {
+  CollectiveArgs a;
+  a.kind = kind;
+  a.count = count;
+  a.dtype = weft_dtype(t, collective_name(kind).data());
+  return a;
+}
+
+}  // namespace
+
+// ---- WorkWeft -------------------------------------------------------------------------------
+
+WorkWeft::WorkWeft(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+void WorkWeft::then(std::function<void()> f) {
+  if (!after_) {
+    after_ = std::move(f);
+  } else {
+    after_ = [prev = std::move(after_), f = std::move(f)] { prev(); f(); };
+  }
+}
+
+at::Tensor WorkWeft::stage(const at::Tensor& t, bool copy_back) {
+  keep_.push_back(t);
+  if (t.is_contiguous()) return t;
+  at::Tensor c = t.contiguous();
+  keep_.push_back(c);
+  if (copy_back) then([t, c]() mutable { t.copy_(c); });
+  return c;
+}
+
+void WorkWeft::complete(std::exception_ptr error) {
+  if (!error && after_) {
+    try {
+      after_();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  after_ = nullptr;
+  keep_.clear();
+  finish(error);
+  if (error) {
+    future_->setError(error);
+  } else {
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+// ---- ProcessGroupWeft -----------------------------------------------------------------------
+
+ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size) {
+  try {
+    CommInit init;
+    init.config = CommConfig::from_env(process_env());
+    // torch's timeout (init_process_group(timeout=...)) unless WEFT_TIMEOUT_MS says otherwise.
+    const char* env_timeout = std::getenv("WEFT_TIMEOUT_MS");
+    if ((!env_timeout || !*env_timeout) && timeout.count() > 0) init.config.timeout = timeout;
+    // torch hands every group a store under the group's own prefix; "weft" keeps Weft's keys apart
+    // from torch's own and from another backend's on the same group.
+    init.store = std::make_shared<PrefixStore>(std::make_shared<TorchStoreAdapter>(store), "weft");
+    init.rank = rank;
+    init.size = size;
+    init.transport = TransportKind::kUcx;
+    comm_ = Communicator::create(std::move(init));
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "weft: could not create the process group (rank ", rank, " of ", size, "): ", e.what());
+  }
+  completer_ = std::thread([this] { completion_loop(); });
+  init();
+}
+
+ProcessGroupWeft::~ProcessGroupWeft() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (completer_.joinable()) {
+    if (completer_.get_id() == std::this_thread::get_id()) {
+      completer_.detach();
+    } else {
+      completer_.join();
+    }
+  }
+  try {
+    comm_->destroy();
+  } catch (const std::exception& e) {
+    WEFT_LOG_WARN("torch process group teardown: {}", e.what());
+  }
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> ProcessGroupWeft::create(const c10::intrusive_ptr<c10d::Store>& store,
+                                                                int rank, int size,
+                                                                const std::chrono::duration<float>& timeout) {
+  return c10::make_intrusive<ProcessGroupWeft>(store, rank, size,
+                                               std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+}
+
+WorkPtr ProcessGroupWeft::enqueue(c10::intrusive_ptr<WorkWeft> work, const CollectiveArgs& args, const void* send,
+                                  void* recv) {
+  // Nothing to move (every rank has empty tensors): complete in order without asking Weft.
+  bool empty = args.count == 0 && args.kind != CollectiveKind::kBarrier;
+  if (!empty) {
+    try {
+      work->request_ = comm_->submit(args, send, recv, /*async=*/true);
+    } catch (const std::exception& e) {
+      TORCH_CHECK(false, "weft: ", e.what());
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(work);
+  }
+  cv_.notify_one();
+  return work;
+}
+
+void ProcessGroupWeft::completion_loop() {
+  set_log_rank(comm_->rank());
+  for (;;) {
+    c10::intrusive_ptr<WorkWeft> w;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
+      if (pending_.empty()) return;
+      w = pending_.front();
+      pending_.pop_front();
+    }
+    std::exception_ptr error;
+    if (w->request_) {
+      try {
+        // Weft ends every operation by WEFT_TIMEOUT_MS (or the group's timeout) at the latest.
+        while (!w->request_->wait(std::chrono::milliseconds(1000))) {
+        }
+      } catch (const std::exception& e) {
+        error = std::make_exception_ptr(std::runtime_error(std::string("weft: ") + e.what()));
+      }
+    }
+    w->complete(error);
+  }
+}
+
+
+WorkPtr ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
+  const at::Tensor& t = single(tensors, "all_reduce");
+  auto a = make_args(CollectiveKind::kAllReduce, t, t.numel());
+  a.op = weft_op(opts.reduceOp, "all_reduce");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLREDUCE, tensors);
+  at::Tensor buf = w->stage(t, true);
+  return enqueue(w, a, buf.data_ptr(), buf.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
+  const at::Tensor& t = single(tensors, "broadcast");
+  TORCH_CHECK(opts.rootTensor == 0, "weft: broadcast: rootTensor must be 0 (one tensor per process)");
+  auto a = make_args(CollectiveKind::kBroadcast, t, t.numel());
+  a.root = static_cast<int>(opts.rootRank);
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::BROADCAST, tensors);
+  at::Tensor buf = w->stage(t, true);
+  return enqueue(w, a, buf.data_ptr(), buf.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
+  const at::Tensor& t = single(tensors, "reduce");
+  TORCH_CHECK(opts.rootTensor == 0, "weft: reduce: rootTensor must be 0 (one tensor per process)");
+  auto a = make_args(CollectiveKind::kReduce, t, t.numel());
+  a.op = weft_op(opts.reduceOp, "reduce");
+  a.root = static_cast<int>(opts.rootRank);
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::REDUCE, tensors);
+  at::Tensor buf = w->stage(t, true);
+  return enqueue(w, a, buf.data_ptr(), buf.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                    const c10d::AllgatherOptions&) {
+  const at::Tensor& in = single(inputs, "all_gather");
+  TORCH_CHECK(outputs.size() == 1, "weft: all_gather takes one output list per process (got ", outputs.size(), ")");
+  std::vector<at::Tensor> outs = outputs[0];
+  TORCH_CHECK(static_cast<int>(outs.size()) == size_, "weft: all_gather: the output list has ", outs.size(),
+              " tensors; the group has ", size_, " ranks");
+  const int64_t n = in.numel();
+  for (auto& o : outs) check_like(o, in, n, "all_gather", "an output tensor");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLGATHER, outs);
+  at::Tensor src = w->stage(in, false);
+  at::Tensor flat = at::empty({size_ * n}, in.options().memory_format(at::MemoryFormat::Contiguous));
+  w->keep(flat);
+  w->then([outs, flat, n]() mutable {
+    for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * n, n).view(outs[i].sizes()));
+  });
+  return enqueue(w, make_args(CollectiveKind::kAllGather, in, n), src.data_ptr(), flat.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::_allgather_base(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions&) {
+  check_tensor(input, "all_gather_into_tensor");
+  check_like(output, input, input.numel() * size_, "all_gather_into_tensor", "the output");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::_ALLGATHER_BASE, std::vector<at::Tensor>{output});
+  at::Tensor src = w->stage(input, false);
+  at::Tensor dst = w->stage(output, true);
+  return enqueue(w, make_args(CollectiveKind::kAllGather, input, input.numel()), src.data_ptr(), dst.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::reduce_scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ReduceScatterOptions& opts) {
+  const at::Tensor& out = single(outputs, "reduce_scatter");
+  TORCH_CHECK(inputs.size() == 1, "weft: reduce_scatter takes one input list per process (got ", inputs.size(), ")");
+  const auto& ins = inputs[0];
+  TORCH_CHECK(static_cast<int>(ins.size()) == size_, "weft: reduce_scatter: the input list has ", ins.size(),
+              " tensors; the group has ", size_, " ranks");
+  const int64_t n = out.numel();
+  for (auto& i : ins) check_like(i, out, n, "reduce_scatter", "an input tensor");
+  auto a = make_args(CollectiveKind::kReduceScatter, out, n);
+  a.op = weft_op(opts.reduceOp, "reduce_scatter");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::REDUCE_SCATTER, outputs);
+  at::Tensor flat = at::empty({size_ * n}, out.options().memory_format(at::MemoryFormat::Contiguous));
+  for (int r = 0; r < size_; ++r) flat.narrow(0, r * n, n).copy_(ins[r].reshape({-1}));
+  w->keep(flat);
+  at::Tensor dst = w->stage(out, true);
+  return enqueue(w, a, flat.data_ptr(), dst.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                               const c10d::ReduceScatterOptions& opts) {
+  check_tensor(output, "reduce_scatter_tensor");
+  check_like(input, output, output.numel() * size_, "reduce_scatter_tensor", "the input");
+  auto a = make_args(CollectiveKind::kReduceScatter, output, output.numel());
+  a.op = weft_op(opts.reduceOp, "reduce_scatter_tensor");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::_REDUCE_SCATTER_BASE, std::vector<at::Tensor>{output});
+  at::Tensor src = w->stage(input, false);
+  at::Tensor dst = w->stage(output, true);
+  return enqueue(w, a, src.data_ptr(), dst.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                                        std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) {
+  check_tensor(input, "all_to_all_single");
+  check_like(output, input, input.numel(), "all_to_all_single", "the output");
+  TORCH_CHECK(input.numel() % size_ == 0, "weft: all_to_all_single: ", input.numel(),
+              " elements do not split equally between ", size_, " ranks");
+  for (auto* splits : {&input_splits, &output_splits}) {
+    if (splits->empty()) continue;
+    const int64_t rows = (splits == &input_splits ? input : output).size(0);
+    bool equal = static_cast<int>(splits->size()) == size_ && rows % size_ == 0;
+    for (int64_t s : *splits) equal = equal && s == rows / size_;
+    TORCH_CHECK(equal, "weft: all_to_all_single with unequal splits is not supported (", splits == &input_splits ? "input" : "output",
+                "_split_sizes=", c10::IntArrayRef(*splits), "); weft exchanges equal parts: pass no split sizes or equal ones");
+  }
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLTOALL_BASE, std::vector<at::Tensor>{output});
+  at::Tensor src = w->stage(input, false);
+  at::Tensor dst = w->stage(output, true);
+  return enqueue(w, make_args(CollectiveKind::kAllToAll, input, input.numel() / size_), src.data_ptr(), dst.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                   const c10d::AllToAllOptions&) {
+  TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+              "weft: all_to_all takes ", size_, " input and output tensors (got ", inputs.size(), " and ", outputs.size(), ")");
+  check_tensor(inputs[0], "all_to_all");
+  const int64_t n = inputs[0].numel();
+  for (auto& t : inputs) check_like(t, inputs[0], n, "all_to_all", "an input tensor (all must be equal: unequal sizes are not supported)");
+  for (auto& t : outputs) check_like(t, inputs[0], n, "all_to_all", "an output tensor (all must be equal: unequal sizes are not supported)");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLTOALL, outputs);
+  auto opt = inputs[0].options().memory_format(at::MemoryFormat::Contiguous);
+  at::Tensor fin = at::empty({size_ * n}, opt), fout = at::empty({size_ * n}, opt);
+  for (int r = 0; r < size_; ++r) fin.narrow(0, r * n, n).copy_(inputs[r].reshape({-1}));
+  w->keep(fin);
+  w->keep(fout);
+  std::vector<at::Tensor> outs = outputs;
+  w->then([outs, fout, n]() mutable {
+    for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_(fout.narrow(0, static_cast<int64_t>(i) * n, n).view(outs[i].sizes()));
+  });
+  return enqueue(w, make_args(CollectiveKind::kAllToAll, inputs[0], n), fin.data_ptr(), fout.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
+  const at::Tensor& t = single(tensors, "send");
+  auto a = make_args(CollectiveKind::kSend, t, t.numel());
+  a.root = dst;
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::SEND, std::vector<at::Tensor>{});
+  at::Tensor buf = w->stage(t, false);
+  return enqueue(w, a, buf.data_ptr(), nullptr);
+}
+
+WorkPtr ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
+  const at::Tensor& t = single(tensors, "recv");
+  auto a = make_args(CollectiveKind::kRecv, t, t.numel());
+  a.root = src;
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::RECV, tensors);
+  at::Tensor buf = w->stage(t, true);
+  return enqueue(w, a, nullptr, buf.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>&, int) {
+  TORCH_CHECK(false, "weft: recv from any source is not supported; name the source rank (src=...)");
+}
+
+WorkPtr ProcessGroupWeft::barrier(const c10d::BarrierOptions&) {
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::BARRIER, std::vector<at::Tensor>{});
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kBarrier;
+  return enqueue(w, a, nullptr, nullptr);
+}
+
+}  // namespace weft::torch_backend
