@@ -306,8 +306,6 @@ WorkPtr ProcessGroupWeft::alltoall_base(at::Tensor& output, at::Tensor& input, s
                                         std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) {
   check_tensor(input, "all_to_all_single");
   check_like(output, input, input.numel(), "all_to_all_single", "the output");
-  TORCH_CHECK(input.numel() % size_ == 0, "weft: all_to_all_single: ", input.numel(),
-              " elements do not split equally between ", size_, " ranks");
   for (auto* splits : {&input_splits, &output_splits}) {
     if (splits->empty()) continue;
     const int64_t rows = (splits == &input_splits ? input : output).size(0);
@@ -316,6 +314,8 @@ WorkPtr ProcessGroupWeft::alltoall_base(at::Tensor& output, at::Tensor& input, s
     TORCH_CHECK(equal, "weft: all_to_all_single with unequal splits is not supported (", splits == &input_splits ? "input" : "output",
                 "_split_sizes=", c10::IntArrayRef(*splits), "); weft exchanges equal parts: pass no split sizes or equal ones");
   }
+  TORCH_CHECK(input.numel() % size_ == 0, "weft: all_to_all_single: ", input.numel(),
+              " elements do not split equally between ", size_, " ranks");
   auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLTOALL_BASE, std::vector<at::Tensor>{output});
   at::Tensor src = w->stage(input, false);
   at::Tensor dst = w->stage(output, true);
