@@ -133,6 +133,7 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
     init.rank = rank;
     init.size = size;
     init.transport = TransportKind::kUcx;
+    if (const char* node = std::getenv("WEFT_NODE_ID")) init.node_id = node;  // "" = the hostname
     comm_ = Communicator::create(std::move(init));
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "weft: could not create the process group (rank ", rank, " of ", size, "): ", e.what());

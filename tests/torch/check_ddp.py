@@ -74,8 +74,19 @@ if args.bench:
     for name, group in (("gloo", gloo), ("weft", weft), ("gloo", gloo), ("weft", weft)):
         _, t = train(group, args.steps + args.warmup, timed=True)
         res.setdefault(name, []).append(t)
+    # The gradient exchange alone: all_reduce of every parameter at once (one float32 bucket).
+    flat = torch.ones(nparams)
+    ar = {}
+    for name, group in (("gloo", gloo), ("weft", weft)) * 2:
+        dist.all_reduce(flat, group=group)
+        dist.barrier(group=group)
+        t0 = time.perf_counter()
+        for _ in range(10):
+            dist.all_reduce(flat, group=group)
+        ar.setdefault(name, []).append((time.perf_counter() - t0) / 10)
     if rank == 0:
         line = ", ".join(f"{k} {min(v) * 1e3:.2f} ms/step" for k, v in res.items())
+        line += "; all_reduce of the gradients alone: " + ", ".join(f"{k} {min(v) * 1e3:.2f} ms" for k, v in ar.items())
         print(f"DDP {size} ranks, MLP {args.depth}x{args.width} ({nparams} parameters, {nparams * 4 / 1e6:.2f} MB of "
               f"gradients), batch {args.batch}: {line} (best of 2 runs of {args.steps} steps)", flush=True)
     dist.destroy_process_group()
