@@ -15,7 +15,7 @@ DTYPES = [torch.int8, torch.uint8, torch.int32, torch.int64, torch.float16, torc
 FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 OPS = {"sum": dist.ReduceOp.SUM, "prod": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
        "avg": dist.ReduceOp.AVG}
-quick = "--quick" in sys.argv
+quick = "--quick" in sys.argv  # skips the large (pipelined) sizes
 failures = []
 fallbacks = set()
 

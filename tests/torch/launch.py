@@ -40,7 +40,8 @@ def main():
     ap.add_argument("--via", choices=["env", "weftrun", "mpirun"], default="env")
     ap.add_argument("--weftrun", default="weftrun")
     ap.add_argument("--timeout", type=float, default=120)
-    ap.add_argument("--last-may-die", action="store_true", help="the last rank's exit status is not checked (env only)")
+    ap.add_argument("--may-die", type=int, default=None, metavar="R",
+                    help="rank R's exit status is not checked (with --via env, where each rank's is known)")
     ap.add_argument("program")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -75,8 +76,8 @@ def main():
             return 1
     print(f"launch.py: {a.via} -np {a.np} {os.path.basename(a.program)}: exit codes {rcs} "
           f"in {time.time() - t0:.1f} s")
-    if a.last_may_die and a.via == "env":
-        rcs = rcs[:-1]
+    if a.may_die is not None and a.via == "env":
+        rcs = [rc for r, rc in enumerate(rcs) if r != a.may_die]
     return 0 if all(rc == 0 for rc in rcs) else 1
 
 
