@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "frameworks/torch/store_adapter.h"
@@ -130,6 +131,11 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
     // torch hands every group a store under the group's own prefix; "weft" keeps Weft's keys apart
     // from torch's own and from another backend's on the same group.
     init.store = std::make_shared<PrefixStore>(std::make_shared<TorchStoreAdapter>(store), "weft");
+    // Ranks reach the creator seconds apart (imports, data loading): wait for all of them with the
+    // group's timeout, so that a short WEFT_TIMEOUT_MS only bounds Weft's own exchanges after.
+    auto join_timeout = timeout.count() > 0 ? timeout : init.config.timeout;
+    if (init.store->add("join", 1) == size) init.store->set("joined", to_bytes("1"));
+    init.store->wait({"joined"}, std::max(join_timeout, init.config.timeout));
     init.rank = rank;
     init.size = size;
     init.transport = TransportKind::kUcx;
