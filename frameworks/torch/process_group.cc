@@ -6,73 +6,14 @@
 #include <cstdlib>
 
 #include "frameworks/torch/store_adapter.h"
+#include "frameworks/torch/tensors.h"
 #include "runtime/error.h"
 #include "runtime/log.h"
 
 namespace weft::torch_backend {
 namespace {
-
 using c10d::OpType;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
-
-DataType weft_dtype(const at::Tensor& t, const char* op) {
-  switch (t.scalar_type()) {
-    case at::kChar: return DataType::kInt8;
-    case at::kByte: return DataType::kUint8;
-    case at::kInt: return DataType::kInt32;
-    case at::kLong: return DataType::kInt64;
-    case at::kHalf: return DataType::kFloat16;
-    case at::kBFloat16: return DataType::kBfloat16;
-    case at::kFloat: return DataType::kFloat32;
-    case at::kDouble: return DataType::kFloat64;
-    default:
-      TORCH_CHECK(false, "weft: ", op, ": tensors of type ", t.scalar_type(),
-                  " are not supported (weft takes int8, uint8, int32, int64, float16, bfloat16, float32, float64)");
-  }
-}
-
-RedOp weft_op(const c10d::ReduceOp& op, const char* name) {
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM: return RedOp::kSum;
-    case c10d::ReduceOp::AVG: return RedOp::kAvg;
-    case c10d::ReduceOp::PRODUCT: return RedOp::kProd;
-    case c10d::ReduceOp::MIN: return RedOp::kMin;
-    case c10d::ReduceOp::MAX: return RedOp::kMax;
-    default:
-      TORCH_CHECK(false, "weft: ", name, ": reduce op ", static_cast<int>(op.op_),
-                  " is not supported (weft reduces with SUM, PRODUCT, MIN, MAX, AVG)");
-  }
-}
-
-void check_tensor(const at::Tensor& t, const char* op) {
-  TORCH_CHECK(t.defined(), "weft: ", op, ": undefined tensor");
-  TORCH_CHECK(t.device().is_cpu(), "weft: ", op, ": the tensor is on ", t.device(),
-              "; the GPU path is not built (the weft backend takes CPU tensors only)");
-  TORCH_CHECK(t.layout() == at::kStrided, "weft: ", op, ": only dense (strided) tensors are supported");
-  weft_dtype(t, op);
-}
-
-void check_like(const at::Tensor& t, const at::Tensor& ref, int64_t numel, const char* op, const char* what) {
-  check_tensor(t, op);
-  TORCH_CHECK(t.scalar_type() == ref.scalar_type(), "weft: ", op, ": ", what, " has type ", t.scalar_type(),
-              " but the input has type ", ref.scalar_type());
-  TORCH_CHECK(t.numel() == numel, "weft: ", op, ": ", what, " has ", t.numel(), " elements, expected ", numel);
-}
-
-const at::Tensor& single(const std::vector<at::Tensor>& ts, const char* op) {
-  TORCH_CHECK(ts.size() == 1, "weft: ", op, " takes one tensor per process (got ", ts.size(), ")");
-  check_tensor(ts[0], op);
-  return ts[0];
-}
-
-CollectiveArgs make_args(CollectiveKind kind, const at::Tensor& t, uint64_t count) {
-  CollectiveArgs a;
-  a.kind = kind;
-  a.count = count;
-  a.dtype = weft_dtype(t, collective_name(kind).data());
-  return a;
-}
-
 }  // namespace
 
 // ---- WorkWeft -------------------------------------------------------------------------------
@@ -175,17 +116,25 @@ c10::intrusive_ptr<c10d::ProcessGroup> ProcessGroupWeft::create(const c10::intru
                                                std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
 }
 
-WorkPtr ProcessGroupWeft::enqueue(c10::intrusive_ptr<WorkWeft> work, const CollectiveArgs& args, const void* send,
-                                  void* recv) {
-  // Nothing to move (every rank has empty tensors): complete in order without asking Weft.
-  bool empty = args.count == 0 && args.kind != CollectiveKind::kBarrier;
-  if (!empty) {
-    try {
-      work->request_ = comm_->submit(args, send, recv, /*async=*/true);
-    } catch (const std::exception& e) {
-      TORCH_CHECK(false, "weft: ", e.what());
+void ProcessGroupWeft::submit(WorkWeft& work, const CollectiveArgs& args, const void* send, void* recv) {
+  // Nothing to move (every rank has empty tensors): Weft is not asked.
+  if (args.count == 0 && args.kind != CollectiveKind::kBarrier) return;
+  try {
+    work.requests_.push_back(comm_->submit(args, send, recv, /*async=*/true));
+  } catch (const std::exception& e) {
+    // Operations already submitted for this Work use its buffers: let them end before it goes.
+    for (auto& r : work.requests_) {
+      try {
+        while (!r->wait(std::chrono::milliseconds(1000))) {
+        }
+      } catch (const std::exception&) {
+      }
     }
+    TORCH_CHECK(false, "weft: ", e.what());
   }
+}
+
+WorkPtr ProcessGroupWeft::enqueue(c10::intrusive_ptr<WorkWeft> work) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     pending_.push_back(work);
@@ -206,15 +155,16 @@ void ProcessGroupWeft::completion_loop() {
       pending_.pop_front();
     }
     std::exception_ptr error;
-    if (w->request_) {
+    for (auto& request : w->requests_) {
       try {
         // Weft ends every operation by WEFT_TIMEOUT_MS (or the group's timeout) at the latest.
-        while (!w->request_->wait(std::chrono::milliseconds(1000))) {
+        while (!request->wait(std::chrono::milliseconds(1000))) {
         }
       } catch (const std::exception& e) {
-        error = std::make_exception_ptr(std::runtime_error(std::string("weft: ") + e.what()));
+        if (!error) error = std::make_exception_ptr(std::runtime_error(std::string("weft: ") + e.what()));
       }
     }
+    w->requests_.clear();
     w->complete(error);
   }
 }
@@ -348,28 +298,6 @@ WorkPtr ProcessGroupWeft::alltoall(std::vector<at::Tensor>& outputs, std::vector
     for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_(fout.narrow(0, static_cast<int64_t>(i) * n, n).view(outs[i].sizes()));
   });
   return enqueue(w, make_args(CollectiveKind::kAllToAll, inputs[0], n), fin.data_ptr(), fout.data_ptr());
-}
-
-WorkPtr ProcessGroupWeft::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
-  const at::Tensor& t = single(tensors, "send");
-  auto a = make_args(CollectiveKind::kSend, t, t.numel());
-  a.root = dst;
-  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::SEND, std::vector<at::Tensor>{});
-  at::Tensor buf = w->stage(t, false);
-  return enqueue(w, a, buf.data_ptr(), nullptr);
-}
-
-WorkPtr ProcessGroupWeft::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
-  const at::Tensor& t = single(tensors, "recv");
-  auto a = make_args(CollectiveKind::kRecv, t, t.numel());
-  a.root = src;
-  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::RECV, tensors);
-  at::Tensor buf = w->stage(t, true);
-  return enqueue(w, a, nullptr, buf.data_ptr());
-}
-
-WorkPtr ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>&, int) {
-  TORCH_CHECK(false, "weft: recv from any source is not supported; name the source rank (src=...)");
 }
 
 WorkPtr ProcessGroupWeft::barrier(const c10d::BarrierOptions&) {

@@ -43,7 +43,7 @@ class WorkWeft : public c10d::Work {
   void complete(std::exception_ptr error);
 
   std::vector<at::Tensor> outputs_;
-  std::shared_ptr<weft::Work> request_;  // null: nothing was sent (empty tensors)
+  std::vector<std::shared_ptr<weft::Work>> requests_;  // Weft's operations, in order (none: empty tensors)
   std::function<void()> after_;           // copies staged results into the caller's tensors
   std::vector<at::Tensor> keep_;          // staging buffers alive until completion
   c10::intrusive_ptr<c10::ivalue::Future> future_;
@@ -84,16 +84,26 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
                                           const c10d::AllToAllOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst, int tag) override;
   c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
 
   const std::shared_ptr<weft::Communicator>& communicator() const { return comm_; }
 
  private:
-  // Submits to Weft and queues the Work for the completion thread; a Weft error at submission
-  // (bad arguments, a broken communicator) is raised here.
+  // Submits one operation to Weft for the Work; a Weft error at submission (bad arguments, a broken
+  // communicator) is raised here.
+  void submit(WorkWeft& work, const CollectiveArgs& args, const void* send, void* recv);
+  // Queues the Work for the completion thread.
+  c10::intrusive_ptr<c10d::Work> enqueue(c10::intrusive_ptr<WorkWeft> work);
   c10::intrusive_ptr<c10d::Work> enqueue(c10::intrusive_ptr<WorkWeft> work, const CollectiveArgs& args,
-                                         const void* send, void* recv);
+                                         const void* send, void* recv) {
+    submit(*work, args, send, recv);
+    return enqueue(std::move(work));
+  }
   void completion_loop();
 
   std::shared_ptr<weft::Communicator> comm_;

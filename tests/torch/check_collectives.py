@@ -109,6 +109,16 @@ def collectives(dtype, n):
     outs = [torch.empty(n, dtype=dtype) for _ in range(size)]
     dist.all_to_all(outs, parts)
     check(f"all_to_all {tag}", torch.cat(outs), want)
+    # gather to rank 0, scatter from the last rank (point-to-point inside weft).
+    outs = [torch.empty(n, dtype=dtype) for _ in range(size)] if rank == 0 else None
+    dist.gather(mine, outs, dst=0)
+    if rank == 0:
+        for r in range(size):
+            check(f"gather {tag} part {r}", outs[r], everyone[r])
+    root = size - 1
+    out = torch.empty(n, dtype=dtype)
+    dist.scatter(out, [data(root, n, dtype, salt=10 + r) for r in range(size)] if rank == root else None, src=root)
+    check(f"scatter {tag}", out, data(root, n, dtype, salt=10 + rank))
     # send/recv around the ring; even ranks send first.
     nxt, prv = (rank + 1) % size, (rank - 1) % size
     got = torch.empty(n, dtype=dtype)
