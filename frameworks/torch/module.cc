@@ -14,6 +14,8 @@ PYBIND11_MODULE(_weft_torch, m) {
   m.def("create_process_group", &weft::torch_backend::ProcessGroupWeft::create, py::arg("store"), py::arg("rank"),
         py::arg("world_size"), py::arg("timeout"), py::call_guard<py::gil_scoped_release>(),
         "Creates the weft process group of this rank (collective over the group, through its store).");
+  m.def("drain", &weft::torch_backend::ProcessGroupWeft::drain_all, py::call_guard<py::gil_scoped_release>(),
+        "Waits until every operation of every weft group has completed (called at exit).");
   m.attr("__version__") = WEFT_VERSION_STRING;
   m.attr("gpu_path_built") = false;
 }

@@ -1,5 +1,6 @@
 #include "frameworks/torch/process_group.h"
 
+#include <Python.h>
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -14,6 +15,10 @@ namespace weft::torch_backend {
 namespace {
 using c10d::OpType;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+// The completion queues of the live groups, for drain_all().
+std::mutex g_live_mu;
+std::vector<std::weak_ptr<void>> g_live;
 }  // namespace
 
 // ---- WorkWeft -------------------------------------------------------------------------------
@@ -85,19 +90,27 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "weft: could not create the process group (rank ", rank, " of ", size, "): ", e.what());
   }
-  completer_ = std::thread([this] { completion_loop(); });
+  completer_ = std::thread([c = completions_, r = rank] { completion_loop(c, r); });
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    std::erase_if(g_live, [](const std::weak_ptr<void>& w) { return w.expired(); });
+    g_live.push_back(completions_);
+  }
   init();
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {
+  // Python drops the last reference with the GIL held; the completion thread may need it to run a
+  // Future callback (a Python comm hook) of a Work still pending, so let go of it while waiting.
+  PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(completions_->mu);
+    completions_->stop = true;
   }
-  cv_.notify_all();
+  completions_->cv.notify_all();
   if (completer_.joinable()) {
     if (completer_.get_id() == std::this_thread::get_id()) {
-      completer_.detach();
+      completer_.detach();  // it ends after the callback returns, touching only its Completions
     } else {
       completer_.join();
     }
@@ -107,6 +120,7 @@ ProcessGroupWeft::~ProcessGroupWeft() {
   } catch (const std::exception& e) {
     WEFT_LOG_WARN("torch process group teardown: {}", e.what());
   }
+  if (saved) PyEval_RestoreThread(saved);
 }
 
 c10::intrusive_ptr<c10d::ProcessGroup> ProcessGroupWeft::create(const c10::intrusive_ptr<c10d::Store>& store,
@@ -136,23 +150,24 @@ void ProcessGroupWeft::submit(WorkWeft& work, const CollectiveArgs& args, const 
 
 WorkPtr ProcessGroupWeft::enqueue(c10::intrusive_ptr<WorkWeft> work) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_.push_back(work);
+    std::lock_guard<std::mutex> lock(completions_->mu);
+    completions_->pending.push_back(work);
+    completions_->inflight++;
   }
-  cv_.notify_one();
+  completions_->cv.notify_one();
   return work;
 }
 
-void ProcessGroupWeft::completion_loop() {
-  set_log_rank(comm_->rank());
+void ProcessGroupWeft::completion_loop(const std::shared_ptr<Completions>& c, int rank) {
+  set_log_rank(rank);
   for (;;) {
     c10::intrusive_ptr<WorkWeft> w;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !pending_.empty(); });
-      if (pending_.empty()) return;
-      w = pending_.front();
-      pending_.pop_front();
+      std::unique_lock<std::mutex> lock(c->mu);
+      c->cv.wait(lock, [&] { return c->stop || !c->pending.empty(); });
+      if (c->pending.empty()) return;
+      w = c->pending.front();
+      c->pending.pop_front();
     }
     std::exception_ptr error;
     for (auto& request : w->requests_) {
@@ -166,6 +181,26 @@ void ProcessGroupWeft::completion_loop() {
     }
     w->requests_.clear();
     w->complete(error);
+    w.reset();
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->inflight--;
+    }
+    c->cv.notify_all();
+  }
+}
+
+void ProcessGroupWeft::drain_all() {
+  std::vector<std::shared_ptr<void>> live;
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    for (auto& w : g_live)
+      if (auto p = w.lock()) live.push_back(std::move(p));
+  }
+  for (auto& p : live) {
+    auto* c = static_cast<Completions*>(p.get());
+    std::unique_lock<std::mutex> lock(c->mu);
+    c->cv.wait(lock, [&] { return c->inflight == 0 || c->stop; });
   }
 }
 

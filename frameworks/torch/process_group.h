@@ -93,6 +93,11 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
 
   const std::shared_ptr<weft::Communicator>& communicator() const { return comm_; }
 
+  // Waits until every Work of every weft group of this process has completed (Weft ends each by
+  // its timeout at the latest). weft_torch calls it at exit (atexit), before Python's finalization
+  // would kill a completion thread that runs a Python Future callback. Call without the GIL.
+  static void drain_all();
+
  private:
   // Submits one operation to Weft for the Work; a Weft error at submission (bad arguments, a broken
   // communicator) is raised here.
@@ -104,13 +109,19 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
     submit(*work, args, send, recv);
     return enqueue(std::move(work));
   }
-  void completion_loop();
+  // The completion thread's state, shared with it: a Future callback (a Python comm hook) may
+  // drop the last reference to the group on that very thread, which then outlives the group.
+  struct Completions {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<c10::intrusive_ptr<WorkWeft>> pending;
+    int inflight = 0;  // queued or being completed
+    bool stop = false;
+  };
+  static void completion_loop(const std::shared_ptr<Completions>& c, int rank);
 
   std::shared_ptr<weft::Communicator> comm_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<c10::intrusive_ptr<WorkWeft>> pending_;
-  bool stop_ = false;
+  std::shared_ptr<Completions> completions_ = std::make_shared<Completions>();
   std::thread completer_;
 };
 

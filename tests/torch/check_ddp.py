@@ -104,7 +104,11 @@ for name, p in (("weft", pw), ("gloo", pg)):
 diff = (pw - pg).abs().max().item()
 if not torch.allclose(pw, pg, rtol=1e-4, atol=1e-5):
     failures.append(f"weft and gloo parameters differ by up to {diff:.3g}")
-dist.destroy_process_group()
+# Leave without destroy_process_group and with an operation in flight whose Future has a Python
+# callback: weft_torch's exit handler must let it complete before Python's finalization (which
+# would otherwise kill the completion thread inside the callback: "terminate called").
+late = dist.all_reduce(torch.ones(100000), async_op=True)
+late.get_future().then(lambda f: f.value())
 if failures:
     print(f"rank {rank}: FAILED: {failures}", flush=True)
     sys.exit(1)

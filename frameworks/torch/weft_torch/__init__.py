@@ -9,11 +9,12 @@ variables when they are absent (see docs/PYTORCH.md); MASTER_ADDR/MASTER_PORT st
 given (weftrun -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 ...), except that a local weftrun job
 defaults MASTER_ADDR to 127.0.0.1.
 """
+import atexit
 import os
 
 import torch.distributed as _dist
 
-from ._weft_torch import __version__, create_process_group, gpu_path_built  # noqa: F401
+from ._weft_torch import __version__, create_process_group, drain, gpu_path_built  # noqa: F401
 
 # (torch variable, candidates in order): weftrun, Open MPI, MPICH/PMI, Slurm.
 _LAUNCHER_VARS = {
@@ -46,6 +47,10 @@ def map_launcher_env(environ=os.environ):
 
 
 map_launcher_env()
+
+# Operations still in flight at exit complete (or fail) before Python's finalization, which would
+# kill a completion thread that runs a Python Future callback (e.g. a DDP comm hook).
+atexit.register(drain)
 
 if not hasattr(_dist.Backend, "WEFT"):
     _dist.Backend.register_backend("weft", create_process_group)
