@@ -1,0 +1,345 @@
+#include "frameworks/torch/process_group.h"
+
+#include <Python.h>
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "frameworks/torch/store_adapter.h"
+#include "frameworks/torch/tensors.h"
+#include "runtime/error.h"
+#include "runtime/log.h"
+
+namespace weft::torch_backend {
+namespace {
+using c10d::OpType;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+// The completion queues of the live groups, for drain_all().
+std::mutex g_live_mu;
+std::vector<std::weak_ptr<void>> g_live;
+}  // namespace
+
+// ---- WorkWeft -------------------------------------------------------------------------------
+
+WorkWeft::WorkWeft(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
+
+void WorkWeft::then(std::function<void()> f) {
+  if (!after_) {
+    after_ = std::move(f);
+  } else {
+    after_ = [prev = std::move(after_), f = std::move(f)] { prev(); f(); };
+  }
+}
+
+at::Tensor WorkWeft::stage(const at::Tensor& t, bool copy_back) {
+  keep_.push_back(t);
+  if (t.is_contiguous()) return t;
+  at::Tensor c = t.contiguous();
+  keep_.push_back(c);
+  if (copy_back) then([t, c]() mutable { t.copy_(c); });
+  return c;
+}
+
+void WorkWeft::complete(std::exception_ptr error) {
+  if (!error && after_) {
+    try {
+      after_();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  after_ = nullptr;
+  keep_.clear();
+  finish(error);
+  if (error) {
+    future_->setError(error);
+  } else {
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+// ---- ProcessGroupWeft -----------------------------------------------------------------------
+
+ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                   std::chrono::milliseconds timeout)
+    : c10d::ProcessGroup(rank, size) {
+  try {
+    CommInit init;
+    init.config = CommConfig::from_env(process_env());
+    // torch's timeout (init_process_group(timeout=...)) unless WEFT_TIMEOUT_MS says otherwise.
+    const char* env_timeout = std::getenv("WEFT_TIMEOUT_MS");
+    if ((!env_timeout || !*env_timeout) && timeout.count() > 0) init.config.timeout = timeout;
+    // torch hands every group a store under the group's own prefix; "weft" keeps Weft's keys apart
+    // from torch's own and from another backend's on the same group.
+    init.store = std::make_shared<PrefixStore>(std::make_shared<TorchStoreAdapter>(store), "weft");
+    // Ranks reach the creator seconds apart (imports, data loading): wait for all of them with the
+    // group's timeout, so that a short WEFT_TIMEOUT_MS only bounds Weft's own exchanges after.
+    auto join_timeout = timeout.count() > 0 ? timeout : init.config.timeout;
+    if (init.store->add("join", 1) == size) init.store->set("joined", to_bytes("1"));
+    init.store->wait({"joined"}, std::max(join_timeout, init.config.timeout));
+    init.rank = rank;
+    init.size = size;
+    init.transport = TransportKind::kUcx;
+    if (const char* node = std::getenv("WEFT_NODE_ID")) init.node_id = node;  // "" = the hostname
+    comm_ = Communicator::create(std::move(init));
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "weft: could not create the process group (rank ", rank, " of ", size, "): ", e.what());
+  }
+  completer_ = std::thread([c = completions_, r = rank] { completion_loop(c, r); });
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    std::erase_if(g_live, [](const std::weak_ptr<void>& w) { return w.expired(); });
+    g_live.push_back(completions_);
+  }
+  init();
+}
+
+ProcessGroupWeft::~ProcessGroupWeft() {
+  // Python drops the last reference with the GIL held; the completion thread may need it to run a
+  // Future callback (a Python comm hook) of a Work still pending, so let go of it while waiting.
+  PyThreadState* saved = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+  {
+    std::lock_guard<std::mutex> lock(completions_->mu);
+    completions_->stop = true;
+  }
+  completions_->cv.notify_all();
+  if (completer_.joinable()) {
+    if (completer_.get_id() == std::this_thread::get_id()) {
+      completer_.detach();  // it ends after the callback returns, touching only its Completions
+    } else {
+      completer_.join();
+    }
+  }
+  try {
+    comm_->destroy();
+  } catch (const std::exception& e) {
+    WEFT_LOG_WARN("torch process group teardown: {}", e.what());
+  }
+  if (saved) PyEval_RestoreThread(saved);
+}
+
+c10::intrusive_ptr<c10d::ProcessGroup> ProcessGroupWeft::create(const c10::intrusive_ptr<c10d::Store>& store,
+                                                                int rank, int size,
+                                                                const std::chrono::duration<float>& timeout) {
+  return c10::make_intrusive<ProcessGroupWeft>(store, rank, size,
+                                               std::chrono::duration_cast<std::chrono::milliseconds>(timeout));
+}
+
+void ProcessGroupWeft::submit(WorkWeft& work, const CollectiveArgs& args, const void* send, void* recv) {
+  // Nothing to move (every rank has empty tensors): Weft is not asked.
+  if (args.count == 0 && args.kind != CollectiveKind::kBarrier) return;
+  try {
+    work.requests_.push_back(comm_->submit(args, send, recv, /*async=*/true));
+  } catch (const std::exception& e) {
+    // Operations already submitted for this Work use its buffers: let them end before it goes.
+    for (auto& r : work.requests_) {
+      try {
+        while (!r->wait(std::chrono::milliseconds(1000))) {
+        }
+      } catch (const std::exception&) {
+      }
+    }
+    TORCH_CHECK(false, "weft: ", e.what());
+  }
+}
+
+WorkPtr ProcessGroupWeft::enqueue(c10::intrusive_ptr<WorkWeft> work) {
+  {
+    std::lock_guard<std::mutex> lock(completions_->mu);
+    completions_->pending.push_back(work);
+    completions_->inflight++;
+  }
+  completions_->cv.notify_one();
+  return work;
+}
+
+void ProcessGroupWeft::completion_loop(const std::shared_ptr<Completions>& c, int rank) {
+  set_log_rank(rank);
+  for (;;) {
+    c10::intrusive_ptr<WorkWeft> w;
+    {
+      std::unique_lock<std::mutex> lock(c->mu);
+      c->cv.wait(lock, [&] { return c->stop || !c->pending.empty(); });
+      if (c->pending.empty()) return;
+      w = c->pending.front();
+      c->pending.pop_front();
+    }
+    std::exception_ptr error;
+    for (auto& request : w->requests_) {
+      try {
+        // Weft ends every operation by WEFT_TIMEOUT_MS (or the group's timeout) at the latest.
+        while (!request->wait(std::chrono::milliseconds(1000))) {
+        }
+      } catch (const std::exception& e) {
+        if (!error) error = std::make_exception_ptr(std::runtime_error(std::string("weft: ") + e.what()));
+      }
+    }
+    w->requests_.clear();
+    w->complete(error);
+    w.reset();
+    {
+      std::lock_guard<std::mutex> lock(c->mu);
+      c->inflight--;
+    }
+    c->cv.notify_all();
+  }
+}
+
+void ProcessGroupWeft::drain_all() {
+  std::vector<std::shared_ptr<void>> live;
+  {
+    std::lock_guard<std::mutex> lock(g_live_mu);
+    for (auto& w : g_live)
+      if (auto p = w.lock()) live.push_back(std::move(p));
+  }
+  for (auto& p : live) {
+    auto* c = static_cast<Completions*>(p.get());
+    std::unique_lock<std::mutex> lock(c->mu);
+    c->cv.wait(lock, [&] { return c->inflight == 0 || c->stop; });
+  }
+}
+
+
+WorkPtr ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
+  const at::Tensor& t = single(tensors, "all_reduce");
+  auto a = make_args(CollectiveKind::kAllReduce, t, t.numel());
+  a.op = weft_op(opts.reduceOp, "all_reduce");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLREDUCE, tensors);
+  at::Tensor buf = w->stage(t, true);
+  return enqueue(w, a, buf.data_ptr(), buf.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {
+  const at::Tensor& t = single(tensors, "broadcast");
+  TORCH_CHECK(opts.rootTensor == 0, "weft: broadcast: rootTensor must be 0 (one tensor per process)");
+  auto a = make_args(CollectiveKind::kBroadcast, t, t.numel());
+  a.root = static_cast<int>(opts.rootRank);
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::BROADCAST, tensors);
+  at::Tensor buf = w->stage(t, true);
+  return enqueue(w, a, buf.data_ptr(), buf.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::reduce(std::vector<at::Tensor>& tensors, const c10d::ReduceOptions& opts) {
+  const at::Tensor& t = single(tensors, "reduce");
+  TORCH_CHECK(opts.rootTensor == 0, "weft: reduce: rootTensor must be 0 (one tensor per process)");
+  auto a = make_args(CollectiveKind::kReduce, t, t.numel());
+  a.op = weft_op(opts.reduceOp, "reduce");
+  a.root = static_cast<int>(opts.rootRank);
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::REDUCE, tensors);
+  at::Tensor buf = w->stage(t, true);
+  return enqueue(w, a, buf.data_ptr(), buf.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::allgather(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                    const c10d::AllgatherOptions&) {
+  const at::Tensor& in = single(inputs, "all_gather");
+  TORCH_CHECK(outputs.size() == 1, "weft: all_gather takes one output list per process (got ", outputs.size(), ")");
+  std::vector<at::Tensor> outs = outputs[0];
+  TORCH_CHECK(static_cast<int>(outs.size()) == size_, "weft: all_gather: the output list has ", outs.size(),
+              " tensors; the group has ", size_, " ranks");
+  const int64_t n = in.numel();
+  for (auto& o : outs) check_like(o, in, n, "all_gather", "an output tensor");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLGATHER, outs);
+  at::Tensor src = w->stage(in, false);
+  at::Tensor flat = at::empty({size_ * n}, in.options().memory_format(at::MemoryFormat::Contiguous));
+  w->keep(flat);
+  w->then([outs, flat, n]() mutable {
+    for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_(flat.narrow(0, static_cast<int64_t>(i) * n, n).view(outs[i].sizes()));
+  });
+  return enqueue(w, make_args(CollectiveKind::kAllGather, in, n), src.data_ptr(), flat.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::_allgather_base(at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions&) {
+  check_tensor(input, "all_gather_into_tensor");
+  check_like(output, input, input.numel() * size_, "all_gather_into_tensor", "the output");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::_ALLGATHER_BASE, std::vector<at::Tensor>{output});
+  at::Tensor src = w->stage(input, false);
+  at::Tensor dst = w->stage(output, true);
+  return enqueue(w, make_args(CollectiveKind::kAllGather, input, input.numel()), src.data_ptr(), dst.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::reduce_scatter(std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ReduceScatterOptions& opts) {
+  const at::Tensor& out = single(outputs, "reduce_scatter");
+  TORCH_CHECK(inputs.size() == 1, "weft: reduce_scatter takes one input list per process (got ", inputs.size(), ")");
+  const auto& ins = inputs[0];
+  TORCH_CHECK(static_cast<int>(ins.size()) == size_, "weft: reduce_scatter: the input list has ", ins.size(),
+              " tensors; the group has ", size_, " ranks");
+  const int64_t n = out.numel();
+  for (auto& i : ins) check_like(i, out, n, "reduce_scatter", "an input tensor");
+  auto a = make_args(CollectiveKind::kReduceScatter, out, n);
+  a.op = weft_op(opts.reduceOp, "reduce_scatter");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::REDUCE_SCATTER, outputs);
+  at::Tensor flat = at::empty({size_ * n}, out.options().memory_format(at::MemoryFormat::Contiguous));
+  for (int r = 0; r < size_; ++r) flat.narrow(0, r * n, n).copy_(ins[r].reshape({-1}));
+  w->keep(flat);
+  at::Tensor dst = w->stage(out, true);
+  return enqueue(w, a, flat.data_ptr(), dst.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                               const c10d::ReduceScatterOptions& opts) {
+  check_tensor(output, "reduce_scatter_tensor");
+  check_like(input, output, output.numel() * size_, "reduce_scatter_tensor", "the input");
+  auto a = make_args(CollectiveKind::kReduceScatter, output, output.numel());
+  a.op = weft_op(opts.reduceOp, "reduce_scatter_tensor");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::_REDUCE_SCATTER_BASE, std::vector<at::Tensor>{output});
+  at::Tensor src = w->stage(input, false);
+  at::Tensor dst = w->stage(output, true);
+  return enqueue(w, a, src.data_ptr(), dst.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
+                                        std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) {
+  check_tensor(input, "all_to_all_single");
+  check_like(output, input, input.numel(), "all_to_all_single", "the output");
+  for (auto* splits : {&input_splits, &output_splits}) {
+    if (splits->empty()) continue;
+    const int64_t rows = (splits == &input_splits ? input : output).size(0);
+    bool equal = static_cast<int>(splits->size()) == size_ && rows % size_ == 0;
+    for (int64_t s : *splits) equal = equal && s == rows / size_;
+    TORCH_CHECK(equal, "weft: all_to_all_single with unequal splits is not supported (", splits == &input_splits ? "input" : "output",
+                "_split_sizes=", c10::IntArrayRef(*splits), "); weft exchanges equal parts: pass no split sizes or equal ones");
+  }
+  TORCH_CHECK(input.numel() % size_ == 0, "weft: all_to_all_single: ", input.numel(),
+              " elements do not split equally between ", size_, " ranks");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLTOALL_BASE, std::vector<at::Tensor>{output});
+  at::Tensor src = w->stage(input, false);
+  at::Tensor dst = w->stage(output, true);
+  return enqueue(w, make_args(CollectiveKind::kAllToAll, input, input.numel() / size_), src.data_ptr(), dst.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+                                   const c10d::AllToAllOptions&) {
+  TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
+              "weft: all_to_all takes ", size_, " input and output tensors (got ", inputs.size(), " and ", outputs.size(), ")");
+  check_tensor(inputs[0], "all_to_all");
+  const int64_t n = inputs[0].numel();
+  for (auto& t : inputs) check_like(t, inputs[0], n, "all_to_all", "an input tensor (all must be equal: unequal sizes are not supported)");
+  for (auto& t : outputs) check_like(t, inputs[0], n, "all_to_all", "an output tensor (all must be equal: unequal sizes are not supported)");
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLTOALL, outputs);
+  auto opt = inputs[0].options().memory_format(at::MemoryFormat::Contiguous);
+  at::Tensor fin = at::empty({size_ * n}, opt), fout = at::empty({size_ * n}, opt);
+  for (int r = 0; r < size_; ++r) fin.narrow(0, r * n, n).copy_(inputs[r].reshape({-1}));
+  w->keep(fin);
+  w->keep(fout);
+  std::vector<at::Tensor> outs = outputs;
+  w->then([outs, fout, n]() mutable {
+    for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_(fout.narrow(0, static_cast<int64_t>(i) * n, n).view(outs[i].sizes()));
+  });
+  return enqueue(w, make_args(CollectiveKind::kAllToAll, inputs[0], n), fin.data_ptr(), fout.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::barrier(const c10d::BarrierOptions&) {
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::BARRIER, std::vector<at::Tensor>{});
+  CollectiveArgs a;
+  a.kind = CollectiveKind::kBarrier;
+  return enqueue(w, a, nullptr, nullptr);
+}
+
+}  // namespace weft::torch_backend

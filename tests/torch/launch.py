@@ -1,0 +1,85 @@
+"""Starts a torch test program on N local ranks and checks them: exit 0 when every rank exits 0,
+1 otherwise, 77 (ctest's skip code) when /usr/bin/python3 cannot import torch or weft_torch.
+
+  launch.py [--via env|weftrun|mpirun] [--weftrun PATH] [--timeout S] -np N program.py [args...]
+
+--via env (default) sets torchrun's variables itself (RANK, WORLD_SIZE, LOCAL_RANK,
+MASTER_ADDR=127.0.0.1, MASTER_PORT=a free port); --via weftrun runs `weftrun -np N -x MASTER_PORT=..
+python3 program.py`, --via mpirun `mpirun -np N -x MASTER_ADDR -x MASTER_PORT ...`: the ranks then
+find RANK/WORLD_SIZE through weft_torch's mapping of the launcher's variables.
+"""
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import time
+
+PY = sys.executable
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def can_import():
+    r = subprocess.run([PY, "-c", "import torch.distributed, weft_torch"], capture_output=True, text=True)
+    if r.returncode != 0:
+        last = (r.stderr.strip().splitlines() or ["?"])[-1]
+        print(f"SKIP: {PY} cannot import torch and weft_torch ({last}); "
+              "install python3-torch libtorch-dev pybind11-dev (scripts/setup) and rebuild")
+        return False
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("-np", type=int, required=True)
+    ap.add_argument("--via", choices=["env", "weftrun", "mpirun"], default="env")
+    ap.add_argument("--weftrun", default="weftrun")
+    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--may-die", type=int, default=None, metavar="R",
+                    help="rank R's exit status is not checked (with --via env, where each rank's is known)")
+    ap.add_argument("program")
+    ap.add_argument("args", nargs=argparse.REMAINDER)
+    a = ap.parse_args()
+    if not can_import():
+        return 77
+    port = str(free_port())
+    env = dict(os.environ)
+    for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(k, None)
+    prog = [PY, a.program] + a.args
+    t0 = time.time()
+    if a.via == "env":
+        procs = []
+        for r in range(a.np):
+            e = dict(env, RANK=str(r), WORLD_SIZE=str(a.np), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(a.np),
+                     MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+            procs.append(subprocess.Popen(prog, env=e))
+    elif a.via == "weftrun":
+        procs = [subprocess.Popen([a.weftrun, "-np", str(a.np), "-x", "MASTER_PORT=" + port, "--"] + prog, env=env)]
+    else:
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        procs = [subprocess.Popen(["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", str(a.np),
+                                   "-x", "MASTER_ADDR", "-x", "MASTER_PORT", "-x", "PYTHONPATH"] + prog, env=env)]
+    rcs = []
+    for p in procs:
+        try:
+            rcs.append(p.wait(timeout=max(1.0, a.timeout - (time.time() - t0))))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            print(f"launch.py: timed out after {a.timeout:.0f} s")
+            return 1
+    print(f"launch.py: {a.via} -np {a.np} {os.path.basename(a.program)}: exit codes {rcs} "
+          f"in {time.time() - t0:.1f} s")
+    if a.may_die is not None and a.via == "env":
+        rcs = [rc for r, rc in enumerate(rcs) if r != a.may_die]
+    return 0 if all(rc == 0 for rc in rcs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
