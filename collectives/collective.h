@@ -35,6 +35,9 @@ uint64_t recv_bytes(const CollectiveArgs& a, int rank, int nranks);
 struct AlgoOptions {
   uint64_t slice_bytes = 512 * 1024;  // pipelining granularity
   int channels = 1;                    // parallel rings/trees
+  // Node index of every rank (empty: unknown, all on one node). The hierarchical algorithm uses it;
+  // the communicator fills it from the ranks' node ids.
+  std::vector<int> node_of_rank;
 };
 
 // Splits n items into `parts` contiguous parts whose sizes differ by at most one; returns the

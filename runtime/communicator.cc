@@ -8,6 +8,7 @@
 #include "runtime/inproc/inproc_transport.h"
 #include "runtime/log.h"
 #include "runtime/shm/shm_transport.h"
+#include "topology/topology.h"
 #include "runtime/ucx/ucx_transport.h"
 
 namespace weft {
@@ -94,6 +95,9 @@ void Communicator::connect() {
     }
   }
   num_nodes_ = static_cast<int>(nodes.size());
+  node_of_rank_.assign(size_, 0);
+  for (int r = 0; r < size_; ++r)
+    node_of_rank_[r] = static_cast<int>(std::find(nodes.begin(), nodes.end(), to_string(ids[r])) - nodes.begin());
   node_ = static_cast<int>(std::find(nodes.begin(), nodes.end(), node_id) - nodes.begin());
   if (init_.transport == TransportKind::kInproc) {
     if (!init_.fabric || init_.fabric->size() != size_) fail(ErrorCode::kInvalidArgument, "inproc communicator: fabric size differs");
@@ -102,13 +106,9 @@ void Communicator::connect() {
     transport_ = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout, config_.ucx_peer_errors);
   } else {
     // Weft's shared-memory transport between the ranks of a node, UCX between nodes.
-    std::vector<int> node_of_rank(size_);
-    for (int r = 0; r < size_; ++r) {
-      node_of_rank[r] = static_cast<int>(std::find(nodes.begin(), nodes.end(), to_string(ids[r])) - nodes.begin());
-    }
     std::unique_ptr<Transport> remote;
     if (num_nodes_ > 1) remote = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout, config_.ucx_peer_errors);
-    transport_ = std::make_unique<ShmTransport>(store_, rank_, size_, node_of_rank, std::move(remote), config_.timeout);
+    transport_ = std::make_unique<ShmTransport>(store_, rank_, size_, node_of_rank_, std::move(remote), config_.timeout);
   }
   p2p_send_seq_.assign(size_, 0);
   p2p_recv_seq_.assign(size_, 0);
@@ -290,6 +290,7 @@ const Schedule& Communicator::schedule_for(const CollectiveArgs& a) {
   AlgoOptions opt;
   opt.slice_bytes = config_.slice_bytes;
   opt.channels = config_.channels;
+  opt.node_of_rank = node_of_rank_;
   Schedule s;
   if (a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) {
     s = build_p2p_schedule(a, rank_, size_);
@@ -299,11 +300,33 @@ const Schedule& Communicator::schedule_for(const CollectiveArgs& a) {
       algo = find_algorithm(config_.algo, a.kind);
       if (!algo) WEFT_LOG_DEBUG("WEFT_ALGO={} does not implement {}; using the default", config_.algo, collective_name(a.kind));
     }
+    if (!algo && a.kind == CollectiveKind::kAllReduce && num_nodes_ > 1) algo = planned_allreduce(a.count * dtype_size(a.dtype));
     if (!algo) algo = default_algorithm(a.kind, a.count * dtype_size(a.dtype), size_);
     if (!algo) fail(ErrorCode::kInvalidUsage, "{} is not implemented yet", collective_name(a.kind));
     s = build_schedule(*algo, a, rank_, size_, opt);
   }
   return schedules_.emplace(key, std::move(s)).first->second;
+}
+
+// Across nodes (WEFT_ALGO unset) the cost model picks the all-reduce over a uniform cluster view of
+// this node type: the same function as `weft-topo plan`. One choice per power-of-two size class.
+const Algorithm* Communicator::planned_allreduce(uint64_t bytes) {
+  const int size_class = bytes ? 64 - __builtin_clzll(bytes) : 0;
+  auto it = planned_algo_.find(size_class);
+  if (it == planned_algo_.end()) {
+    std::string id;
+    try {
+      if (!node_summary_) node_summary_ = std::make_unique<topo::NodeSummary>(topo::summarize(topo::load_topology()));
+      const uint64_t class_bytes = size_class ? (uint64_t{1} << (size_class - 1)) : 0;
+      id = topo::choose_weft_algorithm(*node_summary_, num_nodes_, std::max(1, size_ / num_nodes_),
+                                       topo::Collective::kAllReduce, class_bytes, topo::CostModel::from_env());
+    } catch (const std::exception& e) {
+      WEFT_LOG_DEBUG("cost model unavailable ({}); using the default all-reduce", e.what());
+    }
+    WEFT_LOG_DEBUG("cost model: all-reduce of {} bytes (class {}) on {} nodes -> '{}'", bytes, size_class, num_nodes_, id);
+    it = planned_algo_.emplace(size_class, id).first;
+  }
+  return it->second.empty() ? nullptr : find_algorithm(it->second, CollectiveKind::kAllReduce);
 }
 
 void Communicator::execute(const std::shared_ptr<Work>& w) {

@@ -26,6 +26,10 @@
 #include "runtime/transport.h"
 #include "runtime/work.h"
 
+namespace weft::topo {
+struct NodeSummary;
+}
+
 namespace weft {
 
 class InprocFabric;
@@ -86,6 +90,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void execute(const std::shared_ptr<Work>& w);
   void progress_loop();
   const Schedule& schedule_for(const CollectiveArgs& args);
+  const Algorithm* planned_allreduce(uint64_t bytes);
   void mark_broken(const std::string& why, bool tell_others);
   void check_remote_abort();
   void validate(const CollectiveArgs& a, const void* send, const void* recv) const;
@@ -95,6 +100,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<Store> store_;
   int rank_, size_;
   int local_rank_ = 0, local_size_ = 1, node_ = 0, num_nodes_ = 1;
+  std::vector<int> node_of_rank_;             // node index of every rank (AlgoOptions::node_of_rank)
+  std::map<int, std::string> planned_algo_;   // cost model's all-reduce choice per size class (log2 bytes)
+  std::unique_ptr<topo::NodeSummary> node_summary_;  // this node's topology, for the cost model
   std::unique_ptr<Transport> transport_;
   Executor executor_;
   ScratchPool scratch_;

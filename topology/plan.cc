@@ -36,6 +36,22 @@ const char* algorithm_name(Algorithm a) {
   return "?";
 }
 
+const char* weft_algorithm_id(Algorithm a) {
+  switch (a) {
+    case Algorithm::kRing: return "ring";
+    case Algorithm::kDoubleBinaryTree: return "tree";
+    case Algorithm::kHalvingDoubling: return "rhd";
+    case Algorithm::kHierarchical: return "hier";
+  }
+  return "ring";
+}
+
+std::string choose_weft_algorithm(const NodeSummary& node, int nodes, int ranks_per_node, Collective coll, size_t bytes,
+                                  const CostModel& model) {
+  auto plans = rank_plans(make_uniform_cluster(node, nodes, ranks_per_node), coll, bytes, model);
+  return plans.empty() ? "ring" : weft_algorithm_id(plans.front().plan.algorithm);
+}
+
 int Tree::depth() const {
   int best = 0;
   for (size_t v = 0; v < parent.size(); ++v) {

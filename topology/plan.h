@@ -77,4 +77,12 @@ Plan base_plan(const ClusterView& view);
 std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, size_t bytes);
 std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, size_t bytes, const CostModel& model);
 
+// The Weft algorithm (WEFT_ALGO id) that carries out a plan's algorithm: "ring", "tree", "rhd", "hier".
+const char* weft_algorithm_id(Algorithm a);
+// The cost model's choice for `coll` of `bytes` on `nodes` x `ranks_per_node` ranks of this node
+// type (a uniform cluster), as a Weft algorithm id. Both the communicator (when WEFT_ALGO is unset
+// and there is more than one node) and `weft-topo plan` use it.
+std::string choose_weft_algorithm(const NodeSummary& node, int nodes, int ranks_per_node, Collective coll, size_t bytes,
+                                  const CostModel& model);
+
 }  // namespace weft::topo

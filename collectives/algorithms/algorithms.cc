@@ -19,6 +19,10 @@ const std::vector<Algorithm>& algorithm_table() {
       {"rhd", "Recursive halving-doubling (Rabenseifner): reduce-scatter by recursive halving, all-gather "
               "by recursive doubling; extra ranks of a non-power-of-two fold into partners first.",
        {K::kAllReduce}, build_rhd_allreduce},
+      {"hier", "Hierarchical: ring reduce-scatter inside each node, ring all-reduce of each shard across "
+               "nodes along rails (same local index, all rails at once), ring all-gather inside each node; "
+               "the flat ring unless every node has the same number (>= 2) of ranks and there are >= 2 nodes.",
+       {K::kAllReduce}, build_hier_allreduce},
       {"ring", "Pipelined ring reduce-scatter: block c travels c+1 -> ... -> c, combined on the way.",
        {K::kReduceScatter}, build_ring_reducescatter},
       {"ring", "Pipelined ring all-gather: every block travels n-1 hops around r -> r+1.",

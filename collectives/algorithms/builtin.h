@@ -9,6 +9,11 @@ void build_dissemination_barrier(ScheduleBuilder& b, const CollectiveArgs& a, co
 // All-reduce: double binary tree (tree_allreduce.cc), recursive halving-doubling (rhd_allreduce.cc).
 void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+// Hierarchical all-reduce (hier_allreduce.cc): intra-node reduce-scatter, inter-node rails,
+// intra-node all-gather; the flat ring when opt.node_of_rank does not give >= 2 equal nodes of >= 2.
+void build_hier_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+// Per node (in node-id order) its ranks, or empty when hier falls back to the ring.
+std::vector<std::vector<int>> hier_layout(const std::vector<int>& node_of_rank, int nranks);
 void build_ring_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_ring_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_chain_broadcast(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);

@@ -34,7 +34,9 @@ inline std::vector<AlgoChoice> algo_choices(CollectiveKind kind) {
 }
 
 // Runs every case (all with the same n) on one world whose communicators force `algo`.
-inline void run_cases(TransportKind transport, const AlgoChoice& algo, int n, const std::vector<CollCase>& cases) {
+// node_ids: each rank's node identity (default: all on one node).
+inline void run_cases(TransportKind transport, const AlgoChoice& algo, int n, const std::vector<CollCase>& cases,
+                      const std::vector<std::string>& node_ids = {}) {
   CommConfig cfg = test_config();
   cfg.algo = algo.id;
   cfg.channels = algo.channels;
@@ -51,7 +53,7 @@ inline void run_cases(TransportKind transport, const AlgoChoice& algo, int n, co
           if (!err.empty() && failures++ < 10) ADD_FAILURE() << algo.label() << ": " << c.label() << ": " << err;
         }
       },
-      cfg);
+      cfg, node_ids);
 }
 
 }  // namespace weft::test

@@ -2,8 +2,10 @@
 // simulator (tests/collectives/schedule_sim.h), against the independent reference of
 // collective_check.h, over many rank counts, sizes, slicings, roots and placements, under random
 // interleavings. No transport involved.
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include "collectives/algorithms/builtin.h"
 #include "collectives/algorithms/tree.h"
 #include "collectives/collective.h"
 #include "collective_check.h"
@@ -108,6 +110,59 @@ TEST(AlgoSim, ManyInterleavingsOfPipelinedSchedules) {
         }
       }
     }
+  }
+}
+
+// The hierarchical all-reduce over node layouts: contiguous (nodes x ranks per node), interleaved
+// (rank r on node r % nodes), and uneven ones (which fall back to the ring).
+TEST(AlgoSim, HierOverNodeLayouts) {
+  const Algorithm* hier = find_algorithm("hier", CollectiveKind::kAllReduce);
+  ASSERT_NE(hier, nullptr);
+  struct Layout {
+    std::vector<int> node_of_rank;
+    bool hierarchical;
+  };
+  std::vector<Layout> layouts;
+  for (auto [nodes, per] : std::vector<std::pair<int, int>>{{2, 2}, {3, 2}, {2, 3}, {4, 1}, {1, 4}, {2, 4}, {3, 3}, {4, 2}}) {
+    std::vector<int> contiguous, interleaved;
+    for (int r = 0; r < nodes * per; ++r) contiguous.push_back(r / per), interleaved.push_back(r % nodes);
+    layouts.push_back({contiguous, nodes > 1 && per > 1});
+    layouts.push_back({interleaved, nodes > 1 && per > 1});
+  }
+  layouts.push_back({{0, 0, 1}, false});
+  layouts.push_back({{5, 5, 2, 2, 5, 2}, true});  // node ids need not be dense
+  const std::vector<TypeOp> tops = {{DataType::kInt32, RedOp::kSum}, {DataType::kFloat32, RedOp::kAvg},
+                                    {DataType::kInt8, RedOp::kMax}, {DataType::kFloat16, RedOp::kProd}};
+  int cases = 0;
+  for (const Layout& l : layouts) {
+    const int n = static_cast<int>(l.node_of_rank.size());
+    EXPECT_EQ(hier_layout(l.node_of_rank, n).empty(), !l.hierarchical);
+    for (uint64_t count : {0ull, 1ull, 2ull, 3ull, 5ull, 7ull, 13ull, 64ull, 1009ull}) {
+      for (bool in_place : {false, true}) {
+        for (uint64_t slice : {4ull, 8ull, 256ull, 512ull * 1024}) {
+          if (slice <= 8 && count > 64) continue;
+          for (const TypeOp& t : tops) {
+            CollCase c{CollectiveKind::kAllReduce, t.dt, t.op, count, n, 0, in_place};
+            AlgoOptions opt;
+            opt.slice_bytes = slice;
+            opt.node_of_rank = l.node_of_rank;
+            uint64_t seed = cases * 104729ull + 3;
+            std::string err = run_case(*hier, c, opt, seed);
+            ASSERT_EQ(err, "") << "hier: " << c.label() << " layout " << fmt::format("{}", fmt::join(l.node_of_rank, ","))
+                               << " slice=" << slice << " seed=" << seed;
+            ++cases;
+          }
+        }
+      }
+    }
+  }
+  // Many interleavings of heavily sliced schedules.
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    CollCase c{CollectiveKind::kAllReduce, DataType::kFloat32, RedOp::kSum, 37, 6, 0, seed % 2 == 0};
+    AlgoOptions opt;
+    opt.slice_bytes = 4;
+    opt.node_of_rank = {0, 0, 1, 1, 2, 2};
+    ASSERT_EQ(run_case(*hier, c, opt, seed), "") << "seed=" << seed;
   }
 }
 

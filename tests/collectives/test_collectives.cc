@@ -78,6 +78,26 @@ INSTANTIATE_TEST_SUITE_P(All, InprocMatrix, ::testing::ValuesIn(params()), [](co
   return std::string(collective_name(info.param.kind)) + "_n" + std::to_string(info.param.n);
 });
 
+// Multi-node layouts (node ids per rank; the inproc transport carries every pair either way): the
+// hierarchical all-reduce, the ring, and the automatic choice (the cost model's, across nodes).
+TEST(InprocNodeLayouts, AllReduceHierRingAndAutomatic) {
+  for (auto [nodes, per] : std::vector<std::pair<int, int>>{{2, 2}, {3, 2}, {4, 1}}) {
+    const int n = nodes * per;
+    std::vector<std::string> ids;
+    for (int r = 0; r < n; ++r) ids.push_back("node" + std::to_string(r / per));
+    std::vector<CollCase> cases;
+    for (CollCase c : matrix(CollectiveKind::kAllReduce, n)) {
+      if (c.count == kBig && n != 4) continue;
+      cases.push_back(c);
+    }
+    for (uint64_t count : {kBig, 3ull * 1000003}) cases.push_back({CollectiveKind::kAllReduce, DataType::kFloat32, RedOp::kSum, count, n, 0, false});
+    for (const char* id : {"hier", "ring", ""}) {
+      SCOPED_TRACE(fmt::format("{} nodes x {}: {}", nodes, per, *id ? id : "automatic"));
+      run_cases(TransportKind::kInproc, AlgoChoice{id, 1}, n, cases, ids);
+    }
+  }
+}
+
 // Random float32 inputs of widely varying magnitude: any change in the order of combination would
 // change the bits.
 float random_input(int rank, uint64_t i, int run_salt) {

@@ -29,7 +29,7 @@ inline CommConfig test_config() {
 }
 
 inline void run_ranks(int n, TransportKind kind, const std::function<void(Communicator&)>& fn,
-                      CommConfig config = test_config()) {
+                      CommConfig config = test_config(), const std::vector<std::string>& node_ids = {}) {
   auto store = std::make_shared<MemoryStore>();
   auto fabric = std::make_shared<InprocFabric>(n);
   std::mutex mu;
@@ -44,7 +44,7 @@ inline void run_ranks(int n, TransportKind kind, const std::function<void(Commun
         init.size = n;
         init.transport = kind;
         init.fabric = fabric;
-        init.node_id = "node0";
+        init.node_id = node_ids.empty() ? "node0" : node_ids.at(r);
         init.config = config;
         if (kind == TransportKind::kUcx) init.config.transport = "ucx";  // "ucx" in a test name means UCX
         auto comm = Communicator::create(init);

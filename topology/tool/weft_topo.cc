@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
                      {"reasons", c.plan.reasons}});
       }
       std::cout << nlohmann::json{{"nodes", nodes}, {"ranks_per_node", rpn}, {"bytes", bytes},
-                                  {"collective", collective}, {"candidates", j}}.dump(2) << "\n";
+                                  {"collective", collective}, {"candidates", j},
+                                  {"weft_algorithm", weft::topo::choose_weft_algorithm(s, nodes, rpn, *coll, bytes, model)}}.dump(2) << "\n";
       return 0;
     }
     std::cout << fmt::format("{} nodes x {} ranks ({} GPUs per node{}), {} of {} bytes\n\n", nodes, rpn, s.num_gpus(),
@@ -95,6 +96,8 @@ int main(int argc, char** argv) {
     for (const auto& c : plans)
       std::cout << fmt::format("  {:<20} {:>12.2f} us\n", weft::topo::algorithm_name(c.plan.algorithm), c.predicted_us);
     std::cout << "\nChosen: " << plans.front().plan.explain();
+    std::cout << "Weft algorithm (WEFT_ALGO unset): "
+              << weft::topo::choose_weft_algorithm(s, nodes, rpn, *coll, bytes, model) << "\n";
     for (size_t i = 1; i < plans.size(); ++i) {
       std::cout << "\nAlternative: " << fmt::format("{} {:.2f} us\n", weft::topo::algorithm_name(plans[i].plan.algorithm), plans[i].predicted_us);
       for (const auto& r : plans[i].plan.reasons) std::cout << "  - " << r << "\n";

@@ -1,0 +1,178 @@
+// Hierarchical all-reduce, one schedule over the world: (1) a ring reduce-scatter among the ranks
+// of each node, after which local rank i holds the node's sum of shard (i+1) mod L; (2) a ring
+// all-reduce of that shard among the ranks with the same local index on every node (a rail), all
+// rails at once; (3) a ring all-gather among the ranks of each node. Only the rails cross nodes,
+// and each carries 1/L of the buffer: a node's link carries 2(N-1)/N of the buffer in all, where a
+// flat ring over nodes of L ranks pushes 2(n-1)/n of it through each crossing edge.
+//
+// Every phase is pipelined in slices like the ring; a phase starts on a shard once the previous
+// phase has finished it (coarse dependencies between phases, fine ones within).
+//
+// Needs opt.node_of_rank with the same number of ranks on every node; otherwise (no layout, one
+// node, one rank per node or uneven nodes) it builds the flat ring, which is what hier degenerates
+// to anyway for one rank per node. Deterministic: the order of every combination is fixed by the
+// layout, and each shard's final value is produced once and copied everywhere.
+#include <map>
+
+#include "collectives/algorithms/builtin.h"
+#include "collectives/algorithms/ring.h"
+#include "collectives/algorithms/slicing.h"
+
+namespace weft {
+namespace {
+
+// A ring over `ranks` (global ranks in ring order) on which this rank stands at `pos`, over
+// elements [first, first+count) cut into ranks.size() chunks of equally many slices.
+struct GroupRing {
+  std::vector<int> ranks;
+  int pos = 0;
+  uint64_t first = 0, count = 0, es = 1, slices = 1;
+  int size() const { return static_cast<int>(ranks.size()); }
+  int next() const { return ranks[mod(pos + 1, size())]; }
+  int prev() const { return ranks[mod(pos - 1, size())]; }
+  uint64_t chunk_el(uint64_t c) const { return part_offset(count, ranks.size(), c); }
+  SlicedRange chunk(int c) const {
+    c = mod(c, size());
+    return SlicedRange(first + chunk_el(c), chunk_el(c + 1) - chunk_el(c), es, slices);
+  }
+};
+
+GroupRing make_ring(std::vector<int> ranks, int me, uint64_t first, uint64_t count, uint64_t es, uint64_t slice_bytes) {
+  GroupRing g;
+  g.pos = static_cast<int>(std::find(ranks.begin(), ranks.end(), me) - ranks.begin());
+  g.ranks = std::move(ranks);
+  g.first = first;
+  g.count = count;
+  g.es = es;
+  g.slices = slices_for(g.chunk_el(1) - g.chunk_el(0), es, slice_bytes);
+  return g;
+}
+
+void add_deps(ScheduleBuilder& b, StepId step, const std::vector<StepId>& deps) {
+  for (StepId d : deps)
+    if (d != kNoStep) b.add_dep(step, d);
+}
+
+struct RsResult {
+  std::vector<std::vector<StepId>> sends;  // [step][slice]: for the all-gather's write-after-read
+  std::vector<StepId> writes;              // every step that wrote the owned chunk (chunk pos+1)
+};
+
+// Ring reduce-scatter over g; afterwards position p owns chunk p+1 in the receive buffer. The
+// first sends read the send buffer when `from_send`; incoming data is reduced with the send
+// buffer (`from_send`, landing directly in the receive buffer) or received into scratch slots and
+// reduced into the receive buffer. `gate`: steps that every read or write of the receive buffer
+// waits for. `avg`: divide the final sums (kAvg).
+RsResult ring_reduce_scatter(ScheduleBuilder& b, const GroupRing& g, bool from_send, SlotRing* slots,
+                             const std::vector<StepId>& gate, bool avg) {
+  const int n = g.size(), r = g.pos;
+  RsResult res;
+  res.sends.assign(n - 1, std::vector<StepId>(g.slices, kNoStep));
+  std::vector<StepId> ready(g.slices, kNoStep);
+  for (int s = 0; s < n - 1; ++s) {
+    SlicedRange out = g.chunk(r - s), in = g.chunk(r - s - 1);
+    std::vector<StepId> produced(g.slices, kNoStep);
+    for (uint64_t j = 0; j < g.slices; ++j) {
+      if (out.bytes(j)) {
+        Ref src{s == 0 && from_send ? Buf::kSend : Buf::kRecv, out.off(j)};
+        res.sends[s][j] = b.send(g.next(), src, out.bytes(j), {ready[j]});
+        if (s == 0 && !from_send) add_deps(b, res.sends[s][j], gate);
+      }
+      const uint64_t off = in.off(j), bytes = in.bytes(j);
+      if (!bytes) continue;
+      if (from_send) {
+        StepId rv = b.recv(g.prev(), {Buf::kRecv, off}, bytes);
+        produced[j] = b.reduce({Buf::kRecv, off}, {Buf::kSend, off}, bytes, {rv});
+      } else {
+        auto slot = slots->take();
+        StepId rv = b.recv(g.prev(), slot.ref, bytes, {slot.last_user});
+        produced[j] = b.reduce({Buf::kRecv, off}, slot.ref, bytes, {rv});
+        add_deps(b, produced[j], gate);
+        slots->release(slot, produced[j]);
+      }
+      if (s == n - 2 && avg) produced[j] = b.avg({Buf::kRecv, off}, bytes, {produced[j]});
+      if (s == n - 2) res.writes.push_back(produced[j]);
+    }
+    ready = produced;
+  }
+  return res;
+}
+
+// Ring all-gather over g of the chunks owned after ring_reduce_scatter (position p owns p+1):
+// the owned chunk is first sent after `gate`; receives wait for the reduce-scatter's sends of the
+// same bytes. Returns every receive.
+std::vector<StepId> ring_all_gather(ScheduleBuilder& b, const GroupRing& g, const RsResult& rs,
+                                    const std::vector<StepId>& gate) {
+  const int n = g.size(), r = g.pos;
+  std::vector<StepId> ready(g.slices, kNoStep), recvs;
+  for (int s = 0; s < n - 1; ++s) {
+    SlicedRange out = g.chunk(r + 1 - s), in = g.chunk(r - s);
+    std::vector<StepId> produced(g.slices, kNoStep);
+    for (uint64_t j = 0; j < g.slices; ++j) {
+      if (out.bytes(j)) {
+        StepId sd = b.send(g.next(), {Buf::kRecv, out.off(j)}, out.bytes(j), {ready[j]});
+        if (s == 0) add_deps(b, sd, gate);
+      }
+      if (in.bytes(j)) {
+        produced[j] = b.recv(g.prev(), {Buf::kRecv, in.off(j)}, in.bytes(j), {rs.sends[s][j]});
+        recvs.push_back(produced[j]);
+      }
+    }
+    ready = produced;
+  }
+  return recvs;
+}
+
+}  // namespace
+
+// The layout hier uses: per node (in node-id order) its ranks in rank order, or empty when the
+// layout does not suit (see above).
+std::vector<std::vector<int>> hier_layout(const std::vector<int>& node_of_rank, int nranks) {
+  if (static_cast<int>(node_of_rank.size()) != nranks) return {};
+  std::map<int, std::vector<int>> nodes;
+  for (int r = 0; r < nranks; ++r) nodes[node_of_rank[r]].push_back(r);
+  std::vector<std::vector<int>> out;
+  for (auto& [id, ranks] : nodes) {
+    if (!out.empty() && ranks.size() != out.front().size()) return {};
+    out.push_back(ranks);
+  }
+  if (out.size() < 2 || out.front().size() < 2) return {};
+  return out;
+}
+
+void build_hier_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
+  auto nodes = hier_layout(opt.node_of_rank, b.nranks());
+  if (nodes.empty() || a.count == 0) return build_ring_allreduce(b, a, opt);
+  const uint64_t es = dtype_size(a.dtype);
+  const int me = b.rank();
+  const std::vector<int>* local = nullptr;
+  for (auto& ranks : nodes)
+    if (std::find(ranks.begin(), ranks.end(), me) != ranks.end()) local = &ranks;
+  const int L = static_cast<int>(local->size());
+  const int li = static_cast<int>(std::find(local->begin(), local->end(), me) - local->begin());
+
+  // (1) Intra-node reduce-scatter; local index li owns shard li+1.
+  GroupRing intra = make_ring(*local, me, 0, a.count, es, opt.slice_bytes);
+  SlotRing slots1(0, intra.chunk(0).max_bytes(), 4);
+  RsResult rs = ring_reduce_scatter(b, intra, !a.in_place, &slots1, {}, false);
+  const uint64_t scratch1 = a.in_place ? slots1.end() : 0;
+
+  // (2) All-reduce of the owned shard along the rail (local index li of every node), in the
+  // receive buffer with scratch slots.
+  std::vector<int> rail;
+  for (auto& ranks : nodes) rail.push_back(ranks[li]);
+  const uint64_t sfirst = intra.chunk_el(mod(li + 1, L)), scount = intra.chunk_el(mod(li + 1, L) + 1) - sfirst;
+  GroupRing inter = make_ring(rail, me, sfirst, scount, es, opt.slice_bytes);
+  SlotRing slots2(scratch1, inter.chunk(0).max_bytes(), 4);
+  RsResult rs2 = ring_reduce_scatter(b, inter, false, &slots2, rs.writes, a.op == RedOp::kAvg);
+  std::vector<StepId> done2 = rs.writes;  // the shard is final once all of these are done
+  done2.insert(done2.end(), rs2.writes.begin(), rs2.writes.end());
+  std::vector<StepId> ag2 = ring_all_gather(b, inter, rs2, rs2.writes);
+  done2.insert(done2.end(), ag2.begin(), ag2.end());
+
+  // (3) Intra-node all-gather of the shards.
+  ring_all_gather(b, intra, rs, done2);
+  b.need_scratch(slots2.end());
+}
+
+}  // namespace weft
