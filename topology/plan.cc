@@ -49,7 +49,15 @@ const char* weft_algorithm_id(Algorithm a) {
 std::string choose_weft_algorithm(const NodeSummary& node, int nodes, int ranks_per_node, Collective coll, size_t bytes,
                                   const CostModel& model) {
   auto plans = rank_plans(make_uniform_cluster(node, nodes, ranks_per_node), coll, bytes, model);
-  return plans.empty() ? "ring" : weft_algorithm_id(plans.front().plan.algorithm);
+  // The hierarchical all-reduce moves fewer bytes across nodes as predicted, but its phases do not
+  // yet overlap as the model assumes: measured 0.6-0.7x the flat ring on the emulated 2x2 cluster
+  // (docs/PERFORMANCE.md, "Emulated cluster"). Until that is fixed it is not chosen automatically;
+  // WEFT_ALGO=hier still forces it.
+  for (const auto& p : plans) {
+    std::string id = weft_algorithm_id(p.plan.algorithm);
+    if (id != "hier") return id;
+  }
+  return "ring";
 }
 
 int Tree::depth() const {
