@@ -92,8 +92,9 @@ float elapsed(cudaEvent_t a, cudaEvent_t b) {
 }
 
 // mode 0: compute only; 1: comm only; 2: both on one stream (serial); 3: overlapped.
-float run(int mode, weftComm_t comm, const Streams& st, std::vector<float*>& buckets, float* y, const float* x,
-          size_t n, size_t bucket_elems, int iters) {
+// Out of place (bucket i -> out[i]): at one rank an in-place all-reduce may move nothing.
+float run(int mode, weftComm_t comm, const Streams& st, std::vector<float*>& buckets, std::vector<float*>& out, float* y,
+          const float* x, size_t n, size_t bucket_elems, int iters) {
   std::vector<cudaEvent_t> ready(buckets.size());
   for (auto& e : ready) CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
   cudaEvent_t start, comm_done, end;
@@ -111,7 +112,7 @@ float run(int mode, weftComm_t comm, const Streams& st, std::vector<float*>& buc
       CK(cudaEventRecord(ready[i], st.compute));  // bucket i's gradients are ready
       CK(cudaStreamWaitEvent(st.comm, ready[i], 0));
     }
-    WK(weftAllReduceStream(buckets[i], buckets[i], bucket_elems, weftFloat32, weftSum, comm, cs));
+    WK(weftAllReduceStream(buckets[i], out[i], bucket_elems, weftFloat32, weftSum, comm, cs));
   }
   CK(cudaEventRecord(comm_done, st.comm));
   CK(cudaStreamWaitEvent(st.compute, comm_done, 0));
@@ -127,7 +128,7 @@ float run(int mode, weftComm_t comm, const Streams& st, std::vector<float*>& buc
 }  // namespace
 
 int main(int argc, char** argv) {
-  int nbuckets = 8, iters = 2000;
+  int nbuckets = 8, iters = 200;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--buckets")) nbuckets = std::max(1, std::atoi(argv[i + 1]));
     if (!std::strcmp(argv[i], "--iters")) iters = std::max(1, std::atoi(argv[i + 1]));
@@ -165,17 +166,21 @@ int main(int argc, char** argv) {
               "overlapped_ms", "hidden_%");
   for (size_t mib : {1, 4, 16, 64}) {
     size_t elems = (mib << 20) / 4;
-    std::vector<float*> buckets(static_cast<size_t>(nbuckets));
-    for (auto& b : buckets) {
-      CK(cudaMalloc(reinterpret_cast<void**>(&b), elems * 4));
-      CK(cudaMemset(b, 0, elems * 4));
+    std::vector<float*> buckets(static_cast<size_t>(nbuckets)), out(buckets.size());
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      CK(cudaMalloc(reinterpret_cast<void**>(&buckets[i]), elems * 4));
+      CK(cudaMalloc(reinterpret_cast<void**>(&out[i]), elems * 4));
+      CK(cudaMemset(buckets[i], 0, elems * 4));
     }
-    run(3, comm, st, buckets, y, x, n, elems, iters);  // warm-up
+    run(3, comm, st, buckets, out, y, x, n, elems, iters);  // warm-up
     float t[4];
-    for (int mode = 0; mode < 4; ++mode) t[mode] = run(mode, comm, st, buckets, y, x, n, elems, iters);
+    for (int mode = 0; mode < 4; ++mode) t[mode] = run(mode, comm, st, buckets, out, y, x, n, elems, iters);
     double hidden = t[1] > 0 ? std::clamp((t[2] - t[3]) / t[1], 0.0f, 1.0f) * 100.0 : 0.0;
     std::printf("%10zu %8d %11.3f %9.3f %10.3f %14.3f %9.1f\n", mib, nbuckets, t[0], t[1], t[2], t[3], hidden);
-    for (auto& b : buckets) CK(cudaFree(b));
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      CK(cudaFree(buckets[i]));
+      CK(cudaFree(out[i]));
+    }
   }
   std::printf("hidden_%% = (serial - overlapped) / comm: the share of all-reduce time the compute covers\n");
   CK(cudaFree(x));

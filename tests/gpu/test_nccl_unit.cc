@@ -118,5 +118,17 @@ TEST(Device, ClassifyIsSafeWithoutADevice) {
   EXPECT_FALSE(classify(&on_stack).device);
 }
 
+TEST(Device, HostBuffersRouteToTheHostPath) {
+  std::vector<float> a(16), b(16);
+  for (auto kind : {CollectiveKind::kAllReduce, CollectiveKind::kAllToAll, CollectiveKind::kBroadcast, CollectiveKind::kBarrier}) {
+    CollectiveArgs args;
+    args.kind = kind;
+    args.count = 16;
+    EXPECT_EQ(device_of_call(args, a.data(), b.data()), -1);
+    EXPECT_EQ(device_of_call(args, nullptr, b.data()), -1);
+    EXPECT_EQ(device_of_call(args, nullptr, nullptr), -1);
+  }
+}
+
 }  // namespace
 }  // namespace weft::nccl
