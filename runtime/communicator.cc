@@ -19,7 +19,6 @@ namespace weft {
 
 using Clock = std::chrono::steady_clock;
 
-
 // ---- Work ------------------------------------------------------------------------------------
 
 bool Work::wait(std::chrono::milliseconds timeout) {
