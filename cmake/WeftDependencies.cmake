@@ -44,3 +44,8 @@ target_link_libraries(weft_deps INTERFACE PkgConfig::UCX PkgConfig::HWLOC pugixm
 if(WEFT_HAVE_MPI)
   target_link_libraries(weft_deps INTERFACE MPI::MPI_C)
 endif()
+if(WEFT_HAVE_NCCL)
+  # Host C++ calling the CUDA runtime and NCCL: no CUDA language needed for the library.
+  target_include_directories(weft_deps SYSTEM INTERFACE ${NCCL_INCLUDE_DIR})
+  target_link_libraries(weft_deps INTERFACE CUDA::cudart ${NCCL_LIBRARY})
+endif()

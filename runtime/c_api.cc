@@ -75,8 +75,11 @@ void check_enums(const char* fn, int dtype, int op, bool reducing) {
 }
 
 weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* recv, size_t count, int dtype, int op,
-                   int root, weftComm_t comm, weftRequest_t* request) {
+                   int root, weftComm_t comm, weftRequest_t* request, void* stream = nullptr, bool on_stream = false) {
   if (request) *request = nullptr;  // never a stale handle when the call fails
+#if !WEFT_HAVE_NCCL
+  if (on_stream) return record(comm, weftInvalidUsage, std::string(fn) + ": built without NCCL (no device buffers or streams)");
+#endif
   return guarded(comm, [&] {
     auto c = live(comm, fn);
     bool reducing = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kReduce;
@@ -87,7 +90,7 @@ weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* 
     a.dtype = static_cast<weft::DataType>(dtype);
     a.op = reducing ? static_cast<weft::RedOp>(op) : weft::RedOp::kSum;
     a.root = root;
-    auto work = c->submit(a, send, recv, request != nullptr);
+    auto work = c->submit(a, send, recv, request != nullptr, stream, on_stream);
     if (request) {
       auto* r = new weftRequest{std::move(work), comm};
       std::lock_guard<std::mutex> lock(g_mu);
@@ -306,6 +309,31 @@ weftResult_t weftRecv(void* r, size_t count, weftDataType_t dt, int peer, weftCo
 weftResult_t weftRecvAsync(void* r, size_t count, weftDataType_t dt, int peer, weftComm_t comm, weftRequest_t* req) {
   if (auto e = need_request("weftRecvAsync", comm, req)) return e;
   return start("weftRecvAsync", CollectiveKind::kRecv, nullptr, r, count, dt, 0, peer, comm, req);
+}
+
+weftResult_t weftNcclAvailable(int* available) {
+  if (!available) return record(nullptr, weftInvalidArgument, "weftNcclAvailable: available is NULL");
+  *available = WEFT_HAVE_NCCL;
+  return weftSuccess;
+}
+weftResult_t weftAllReduceStream(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op, weftComm_t comm,
+                                 void* stream) {
+  return start("weftAllReduceStream", CollectiveKind::kAllReduce, s, r, count, dt, op, 0, comm, nullptr, stream, true);
+}
+weftResult_t weftReduceScatterStream(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op,
+                                     weftComm_t comm, void* stream) {
+  return start("weftReduceScatterStream", CollectiveKind::kReduceScatter, s, r, count, dt, op, 0, comm, nullptr, stream, true);
+}
+weftResult_t weftAllGatherStream(const void* s, void* r, size_t count, weftDataType_t dt, weftComm_t comm, void* stream) {
+  return start("weftAllGatherStream", CollectiveKind::kAllGather, s, r, count, dt, 0, 0, comm, nullptr, stream, true);
+}
+weftResult_t weftBroadcastStream(const void* s, void* r, size_t count, weftDataType_t dt, int root, weftComm_t comm,
+                                 void* stream) {
+  return start("weftBroadcastStream", CollectiveKind::kBroadcast, s, r, count, dt, 0, root, comm, nullptr, stream, true);
+}
+weftResult_t weftReduceStream(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op, int root,
+                              weftComm_t comm, void* stream) {
+  return start("weftReduceStream", CollectiveKind::kReduce, s, r, count, dt, op, root, comm, nullptr, stream, true);
 }
 
 }  // extern "C"

@@ -10,6 +10,11 @@
 #include "runtime/shm/shm_transport.h"
 #include "topology/topology.h"
 #include "runtime/ucx/ucx_transport.h"
+#include "weft/config.h"
+#if WEFT_HAVE_NCCL
+#include "runtime/nccl/device.h"
+#include "runtime/nccl/nccl_comm.h"
+#endif
 
 namespace weft {
 
@@ -209,7 +214,8 @@ void Communicator::validate(const CollectiveArgs& a, const void* send, const voi
   }
 }
 
-std::shared_ptr<Work> Communicator::submit(const CollectiveArgs& args_in, const void* send, void* recv, bool async) {
+std::shared_ptr<Work> Communicator::submit(const CollectiveArgs& args_in, const void* send, void* recv, bool async,
+                                           void* stream, bool on_stream) {
   CollectiveArgs args = args_in;
   uint64_t es = dtype_valid(static_cast<int>(args.dtype)) ? dtype_size(args.dtype) : 1;
   auto s0 = reinterpret_cast<uintptr_t>(send), r0 = reinterpret_cast<uintptr_t>(recv);
@@ -221,6 +227,18 @@ std::shared_ptr<Work> Communicator::submit(const CollectiveArgs& args_in, const 
     default: args.in_place = false;
   }
   validate(args, send, recv);
+  int device = -1;
+#if WEFT_HAVE_NCCL
+  device = nccl::device_of_call(args, send, recv);
+  if (on_stream && device < 0) {
+    // Host buffers on a stream call: whatever the stream was computing into them finishes first.
+    if (nccl::device_count() > 0) nccl::cuda_check(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)), "cudaStreamSynchronize");
+    on_stream = false;
+  }
+#else
+  if (on_stream) fail(ErrorCode::kInvalidUsage, "{}: stream calls need device buffers: Weft was built without NCCL", collective_name(args.kind));
+#endif
+  if (on_stream && async) fail(ErrorCode::kInternalError, "{}: a stream call cannot also be asynchronous", collective_name(args.kind));
   {
     std::lock_guard<std::mutex> lock(state_mu_);
     if (destroyed_) fail(ErrorCode::kInvalidUsage, "{}: the communicator was destroyed", collective_name(args.kind));
@@ -230,6 +248,9 @@ std::shared_ptr<Work> Communicator::submit(const CollectiveArgs& args_in, const 
   w->args_ = args;
   w->send_ = send;
   w->recv_ = recv;
+  w->device_ = device;
+  w->stream_ = stream;
+  w->on_stream_ = on_stream;
   std::unique_lock<std::mutex> q(queue_mu_);
   if (args.kind == CollectiveKind::kSend) {
     w->seq_ = p2p_send_seq_[args.root]++;
@@ -339,6 +360,12 @@ void Communicator::execute(const std::shared_ptr<Work>& w) {
       if (!broken_.empty()) fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(a.kind), broken_);
     }
     if (abort_.load()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
+    if (w->device_ >= 0) {
+      run_device(*w, t0);
+      w->elapsed_us_ = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      w->finish(ErrorCode::kSuccess, {});
+      return;
+    }
     const Schedule& s = schedule_for(a);
     ExecBuffers bufs{w->send_, w->recv_, s.scratch_bytes ? scratch_.get(s.scratch_bytes) : nullptr};
     ExecContext ctx;
@@ -407,17 +434,40 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   std::string prefix = fmt::format("split{}", id);
   Bytes mine = to_bytes(fmt::format("{} {}", color, key));
   auto all = store_all_gather(*store_, prefix + "/colors", rank_, size_, mine, config_.timeout);
-  if (color < 0) return nullptr;
   std::vector<std::tuple<int, int>> members;  // (key, rank)
   for (int r = 0; r < size_; ++r) {
     int c = 0, k = 0;
     if (std::sscanf(to_string(all[r]).c_str(), "%d %d", &c, &k) != 2) fail(ErrorCode::kInternalError, "split: bad record");
-    if (c == color) members.emplace_back(k, r);
+    if (c == color && color >= 0) members.emplace_back(k, r);
   }
   std::sort(members.begin(), members.end());
   int new_rank = -1;
   for (size_t i = 0; i < members.size(); ++i)
     if (std::get<1>(members[i]) == rank_) new_rank = static_cast<int>(i);
+  std::shared_ptr<nccl::NcclComm> child_nccl;
+#if WEFT_HAVE_NCCL
+  std::shared_ptr<nccl::NcclComm> parent_nccl;
+  {
+    std::lock_guard<std::mutex> lock(nccl_mu_);
+    parent_nccl = nccl_;
+  }
+  if (parent_nccl) {
+    // ncclCommSplit is collective over every rank of the parent and NCCL communicators are not
+    // thread-safe: wait for the queued operations first. Ranks are ordered by (key, parent rank)
+    // on both sides, so Weft's and NCCL's new ranks agree.
+    {
+      std::unique_lock<std::mutex> q(queue_mu_);
+      queue_cv_.wait(q, [&] { return queue_.empty() && !running_; });
+    }
+    nccl::WaitCtl ctl;
+    ctl.deadline = Clock::now() + config_.timeout;
+    ctl.abort = &abort_;
+    ctl.poll = [this] { check_remote_abort(); };
+    ctl.what = "weftCommSplit";
+    child_nccl = parent_nccl->split(color, key, new_rank, static_cast<int>(members.size()), ctl);
+  }
+#endif
+  if (color < 0) return nullptr;
   CommInit ci;
   ci.store = std::make_shared<PrefixStore>(store_, fmt::format("{}/c{}", prefix, color));
   ci.rank = new_rank;
@@ -429,13 +479,23 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
     // Ranks of the new group share a new fabric, created by its rank 0 and found through a registry.
     ci.fabric = inproc_fabric_for(*ci.store, new_rank, ci.size, config_.timeout);
   }
-  return Communicator::create(std::move(ci));
+  auto child = Communicator::create(std::move(ci));
+  child->nccl_ = std::move(child_nccl);
+  return child;
 }
 
 void Communicator::abort(const std::string& why) {
   abort_.store(true);
   mark_broken(why, true);
   if (transport_) transport_->interrupt();
+#if WEFT_HAVE_NCCL
+  std::shared_ptr<nccl::NcclComm> nc;
+  {
+    std::lock_guard<std::mutex> lock(nccl_mu_);
+    nc = nccl_;
+  }
+  if (nc) nc->abort(why);  // ncclCommAbort: kernels in flight on any stream end
+#endif
 }
 
 void Communicator::destroy() {
@@ -450,6 +510,10 @@ void Communicator::destroy() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(nccl_mu_);
+    nccl_.reset();
+  }
   transport_.reset();
   try {
     store_->cancel_on_disconnect("abort");

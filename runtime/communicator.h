@@ -33,6 +33,9 @@ struct NodeSummary;
 namespace weft {
 
 class InprocFabric;
+namespace nccl {
+class NcclComm;  // runtime/nccl/ (only when built with NCCL)
+}
 
 // kUcx: between processes — Weft's shared memory within a node and UCX across nodes, unless
 // WEFT_TRANSPORT=ucx asks for UCX everywhere; kShm: shared memory within the node (UCX across);
@@ -70,7 +73,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   // Validates and starts an operation. Blocking calls (async=false) return a finished Work or
   // throw. Invalid arguments throw kInvalidArgument before anything is sent.
-  std::shared_ptr<Work> submit(const CollectiveArgs& args, const void* send, void* recv, bool async);
+  // Device buffers (CUDA device or managed memory; WEFT_HAVE_NCCL builds) go to NCCL, host
+  // buffers to the host path. on_stream (a ...Stream call): device work is enqueued on `stream`
+  // (a cudaStream_t) and the call returns without waiting for it; host buffers first wait for the
+  // stream. Without NCCL, on_stream is kInvalidUsage.
+  std::shared_ptr<Work> submit(const CollectiveArgs& args, const void* send, void* recv, bool async,
+                               void* stream = nullptr, bool on_stream = false);
 
   // Collective: ranks with equal color form a communicator ordered by (key, rank). color < 0
   // returns nullptr.
@@ -94,6 +102,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void mark_broken(const std::string& why, bool tell_others);
   void check_remote_abort();
   void validate(const CollectiveArgs& a, const void* send, const void* recv) const;
+  // The NCCL path: creates the NCCL communicator on first use, runs w on it.
+  void run_device(Work& w, std::chrono::steady_clock::time_point t0);
 
   CommInit init_;
   CommConfig config_;
@@ -118,6 +128,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::thread thread_;
   uint64_t next_seq_ = 0;
   std::vector<uint16_t> p2p_send_seq_, p2p_recv_seq_;
+
+  // The NCCL communicator, created by the first device-buffer call (always by the thread that
+  // executes operations), or inherited from the parent's ncclCommSplit.
+  std::mutex nccl_mu_;
+  std::shared_ptr<nccl::NcclComm> nccl_;
 
   std::atomic<bool> abort_{false};
   mutable std::mutex state_mu_;

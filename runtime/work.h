@@ -38,6 +38,9 @@ class Work {
   void* recv_ = nullptr;
   uint64_t seq_ = 0;
   uint16_t tag_seq_ = 0;
+  int device_ = -1;         // >= 0: device buffers on this CUDA device (the NCCL path)
+  void* stream_ = nullptr;  // with on_stream_: the caller's cudaStream_t
+  bool on_stream_ = false;  // a ...Stream call: enqueue on stream_ and return
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;

@@ -133,6 +133,25 @@ WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t data
 WEFT_API weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
                                     weftComm_t comm, weftRequest_t* request);
 
+/* ---- Device buffers and CUDA streams (docs/GPU.md) ------------------------------------------ */
+/* Builds with NCCL send device buffers (cudaMalloc'd or managed) of the calls above to NCCL: the
+ * plain calls enqueue on Weft's own stream and wait for it; the ...Stream calls below enqueue on
+ * the caller's stream (a cudaStream_t passed as void*; NULL = the legacy default stream) and return
+ * once enqueued, like NCCL. Host buffers passed to a ...Stream call wait for the stream, then take
+ * the host path. Builds without NCCL return weftInvalidUsage ("built without NCCL"). */
+/// Sets *available to 1 when this build has the NCCL path, 0 otherwise.
+WEFT_API weftResult_t weftNcclAvailable(int* available);
+WEFT_API weftResult_t weftAllReduceStream(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                          weftRedOp_t op, weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftReduceScatterStream(const void* sendbuff, void* recvbuff, size_t recvcount,
+                                              weftDataType_t datatype, weftRedOp_t op, weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftAllGatherStream(const void* sendbuff, void* recvbuff, size_t sendcount, weftDataType_t datatype,
+                                          weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftBroadcastStream(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                          int root, weftComm_t comm, void* stream);
+WEFT_API weftResult_t weftReduceStream(const void* sendbuff, void* recvbuff, size_t count, weftDataType_t datatype,
+                                       weftRedOp_t op, int root, weftComm_t comm, void* stream);
+
 /* ---- Gradient reducer: bucketed all-reduce overlapped with the backward (docs/OVERLAP.md) ---- */
 typedef enum { weftCompressNone = 0, weftCompressFloat16 = 1, weftCompressBfloat16 = 2 } weftCompression_t;
 
