@@ -211,7 +211,17 @@ void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx)
     // arrived just before the failure one more pass.
     for (StepId id : inflight_) {
       if (std::string pf = tr.peer_failure(s.steps[id].peer); !pf.empty()) {
-        if (peer_grace++ > 2) abort_with(ErrorCode::kRemoteError, fmt::format("{}: {}", what(), pf));
+        if (peer_grace++ > 2) {
+          // A rank that exits after an error it reported: prefer the cause it published.
+          if (ctx.watchdog) {
+            try {
+              ctx.watchdog();
+            } catch (const Error& e) {
+              abort_with(e.code(), fmt::format("{}: {}", what(), e.what()));
+            }
+          }
+          abort_with(ErrorCode::kRemoteError, fmt::format("{}: {}", what(), pf));
+        }
         break;
       }
     }

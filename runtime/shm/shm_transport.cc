@@ -446,8 +446,18 @@ void ShmTransport::shutdown(const std::string& why) {
 
 std::string ShmTransport::peer_failure(int peer) const {
   if (peers_[peer].local < 0) return remote_->peer_failure(peer);
-  if (peers_[peer].pid > 0 && kill(peers_[peer].pid, 0) != 0 && errno == ESRCH) {
-    return fmt::format("rank {} (pid {}) is gone", peer, peers_[peer].pid);
+  const int pid = peers_[peer].pid;
+  if (pid <= 0) return {};
+  if (kill(pid, 0) != 0 && errno == ESRCH) return fmt::format("rank {} (pid {}) is gone", peer, pid);
+  // A killed rank whose parent has not reaped it yet is a zombie: still "there" for kill(0).
+  if (FILE* f = std::fopen(fmt::format("/proc/{}/stat", pid).c_str(), "r")) {
+    char buf[256] = {};
+    size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    const char* close = static_cast<const char*>(memrchr(buf, ')', n));
+    if (close && close + 2 < buf + n && (close[2] == 'Z' || close[2] == 'X')) {
+      return fmt::format("rank {} (pid {}) has exited", peer, pid);
+    }
   }
   return {};
 }
