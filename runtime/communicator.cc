@@ -112,7 +112,9 @@ void Communicator::connect() {
   } else {
     // Weft's shared-memory transport between the ranks of a node, UCX between nodes.
     std::unique_ptr<Transport> remote;
-    if (num_nodes_ > 1) remote = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout, config_.ucx_peer_errors);
+    if (num_nodes_ > 1) {
+      remote = std::make_unique<UcxTransport>(store_, rank_, size_, config_.timeout, config_.ucx_peer_errors, true);
+    }
     transport_ = std::make_unique<ShmTransport>(store_, rank_, size_, node_of_rank_, std::move(remote), config_.timeout);
   }
   p2p_send_seq_.assign(size_, 0);
@@ -390,7 +392,15 @@ void Communicator::execute(const std::shared_ptr<Work>& w) {
       }
       std::string next = sig_key + std::to_string((rank_ + 1) % size_);
       if (!store_->check(next)) return;
-      auto theirs = static_cast<uint16_t>(std::stoul(to_string(store_->get(next, std::chrono::milliseconds(1000)))));
+      Bytes value;
+      try {
+        value = store_->get(next, std::chrono::milliseconds(200));
+      } catch (const Error& e) {
+        // The next rank erased its key between check() and get(): it has finished this call.
+        if (e.code() == ErrorCode::kTimeout) return;
+        throw;
+      }
+      auto theirs = static_cast<uint16_t>(std::stoul(to_string(value)));
       if (theirs != ctx.signature) {
         fail(ErrorCode::kInvalidUsage, "mismatch with rank {}: the ranks passed different arguments: {}", (rank_ + 1) % size_,
              signature_difference(ctx.signature, theirs));

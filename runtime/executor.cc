@@ -78,7 +78,7 @@ void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx)
   };
 
   Clock::time_point idle_since{};
-  Clock::time_point next_watchdog{};
+  Clock::time_point next_watchdog{}, next_peer_check{};
   bool idle = false;
   int peer_grace = 0;
   while (completed < n) {
@@ -208,8 +208,13 @@ void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx)
                              waiting_on >= 0 ? fmt::format(", waiting for rank {}", waiting_on) : std::string()));
     }
     // A failed peer matters only if this operation still waits on it; give completions that
-    // arrived just before the failure one more pass.
-    for (StepId id : inflight_) {
+    // arrived just before the failure one more pass. Asked every 5 ms at most: for a shared-memory
+    // peer it costs a kill() and a read of /proc/<pid>/stat, which would otherwise compete with
+    // the ranks doing the work on a busy machine.
+    const bool check_peers = peer_grace > 0 || now >= next_peer_check;
+    if (check_peers) next_peer_check = now + std::chrono::milliseconds(5);
+    for (size_t k = 0; check_peers && k < inflight_.size(); ++k) {
+      const StepId id = inflight_[k];
       if (std::string pf = tr.peer_failure(s.steps[id].peer); !pf.empty()) {
         if (peer_grace++ > 2) {
           // A rank that exits after an error it reported: prefer the cause it published.

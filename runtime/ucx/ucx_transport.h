@@ -22,7 +22,13 @@ namespace weft {
 
 class UcxTransport : public Transport {
  public:
-  UcxTransport(std::shared_ptr<Store> store, int rank, int size, Millis timeout, bool peer_err_mode);
+  // remote_only: this transport carries only traffic between nodes (shared memory has the rest);
+  // then, on a TCP-only network, every message goes eagerly (see eager_over_tcp()).
+  UcxTransport(std::shared_ptr<Store> store, int rank, int size, Millis timeout, bool peer_err_mode,
+               bool remote_only = false);
+  // Whether a remote-only transport sends every message eagerly (no rendezvous): on a TCP-only
+  // network unless UCX_RNDV_THRESH is set; WEFT_UCX_EAGER=0/1 decides instead.
+  static bool eager_over_tcp();
   ~UcxTransport() override;
   int rank() const override { return rank_; }
   int size() const override { return size_; }

@@ -163,6 +163,33 @@ TEST(TopoPlans, RankedAndExplained) {
     }
 }
 
+// The automatic choice (what the communicator runs when WEFT_ALGO is unset) on a slow network
+// shared by the ranks of a node: hierarchical for large all-reduces over nodes of several ranks,
+// never for the collectives Weft has no hierarchical schedule for, never with one rank per node.
+TEST(TopoPlans, AutomaticChoiceAndPipelinedHierarchy) {
+  CostModel m = CostModel::defaults();
+  m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 0.118, "alpha_us": 60}})"));
+  const NodeSummary node = nvswitch_node();
+  EXPECT_EQ(choose_weft_algorithm(node, 2, 2, Collective::kAllReduce, 64 << 20, m), "hier");
+  EXPECT_EQ(choose_weft_algorithm(node, 3, 2, Collective::kAllReduce, 64 << 20, m), "hier");
+  EXPECT_NE(choose_weft_algorithm(node, 4, 1, Collective::kAllReduce, 64 << 20, m), "hier");
+  EXPECT_NE(choose_weft_algorithm(node, 2, 2, Collective::kBroadcast, 64 << 20, m), "hier");
+  // The phases overlap: the prediction is the slowest phase (here the rails, which share the
+  // nodes' links) plus a slice of each other phase and the latencies, not the sum of the phases.
+  const NodeSummary cpu = testing::load_summary(testing::fixture("cpu-only-2socket-2nic-hwloc2.xml"));
+  auto plans = rank_plans(make_uniform_cluster(cpu, 2, 4), Collective::kAllReduce, 64 << 20, m);
+  int seen = 0;
+  for (const auto& c : plans) {
+    if (c.plan.algorithm != Algorithm::kHierarchical) continue;
+    ++seen;
+    const double rails = 2.0 * 1 / 2 * (64 << 20) / 4.0 / (c.plan.bottleneck_gbs * 1e3);
+    EXPECT_GT(c.predicted_us, rails);
+    EXPECT_LT(c.predicted_us, rails * 1.05);
+    EXPECT_NE(c.plan.explain().find("4 rails share 2 NICs"), std::string::npos) << c.plan.explain();
+  }
+  EXPECT_EQ(seen, 1);
+}
+
 TEST(TopoPlans, CostModelOverrides) {
   auto view = make_uniform_cluster(nvswitch_node(), 2, 8);
   CostModel m = CostModel::defaults();
