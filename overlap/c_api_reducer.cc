@@ -49,6 +49,15 @@ weftResult_t with_reducer(weftReducer_t r, const char* fn, F&& f) {
   return guarded(r->comm, [&] { f(*r->impl); });
 }
 
+weftResult_t finalize_on(weftReducer_t r, weftStepStats_t* stats, void* stream, const char* fn) {
+  return with_reducer(r, fn, [&](weft::overlap::Reducer& impl) {
+    weft::overlap::StepStats s = impl.finalize(stream);
+    if (!stats) return;
+    *stats = weftStepStats_t{s.step, s.synced ? 1 : 0, s.buckets, s.wire_bytes, s.step_ms, s.backward_ms, s.comm_ms,
+                             s.exposed_comm_ms, s.tail_ms, s.compress_ms, s.overlap_ratio, s.sync_overhead};
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -124,17 +133,20 @@ weftResult_t weftReducerMarkReady(weftReducer_t r, int index) {
   return with_reducer(r, "weftReducerMarkReady", [&](weft::overlap::Reducer& impl) { impl.mark_ready(index); });
 }
 
+weftResult_t weftReducerMarkReadyStream(weftReducer_t r, int index, void* stream) {
+  return with_reducer(r, "weftReducerMarkReadyStream", [&](weft::overlap::Reducer& impl) { impl.mark_ready(index, stream); });
+}
+
 weftResult_t weftReducerMarkUnused(weftReducer_t r, int index) {
   return with_reducer(r, "weftReducerMarkUnused", [&](weft::overlap::Reducer& impl) { impl.mark_unused(index); });
 }
 
+weftResult_t weftReducerFinalizeStream(weftReducer_t r, weftStepStats_t* stats, void* stream) {
+  return finalize_on(r, stats, stream, "weftReducerFinalizeStream");
+}
+
 weftResult_t weftReducerFinalize(weftReducer_t r, weftStepStats_t* stats) {
-  return with_reducer(r, "weftReducerFinalize", [&](weft::overlap::Reducer& impl) {
-    weft::overlap::StepStats s = impl.finalize();
-    if (!stats) return;
-    *stats = weftStepStats_t{s.step, s.synced ? 1 : 0, s.buckets, s.wire_bytes, s.step_ms, s.backward_ms, s.comm_ms,
-                             s.exposed_comm_ms, s.tail_ms, s.compress_ms, s.overlap_ratio, s.sync_overhead};
-  });
+  return finalize_on(r, stats, nullptr, "weftReducerFinalize");
 }
 
 weftResult_t weftReducerBucketCount(weftReducer_t r, int* count) {

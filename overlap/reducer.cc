@@ -36,6 +36,16 @@ Reducer::~Reducer() {
     } catch (const std::exception&) {
     }
   }
+  if (dev_) {
+    // The bucket memory goes after this. Stream all-reduces are waited for by nobody else: if one
+    // never ends (a dead peer), abort the communicator, which ends NCCL's kernels.
+    try {
+      dev_->synchronize(comm_->config().timeout);
+    } catch (const std::exception& e) {
+      WEFT_LOG_WARN("reducer: {}; aborting the communicator", e.what());
+      comm_->abort(e.what());
+    }
+  }
   try {
     timeline_.write();
   } catch (const std::exception& e) {
@@ -65,6 +75,21 @@ int Reducer::add_param(void* grad, uint64_t count, DataType dtype, std::string n
   require(grad != nullptr || opt_.gradient_as_bucket_view,
           "reducer add_param('{}'): the gradient pointer is null (allowed only in bucket-view mode)", name);
   if (name.empty()) name = "param" + std::to_string(params_.size());
+  if (grad) {
+    int dev = DeviceSide::device_of(grad);
+    if (grad_device_ == -2) {
+      if (dev >= 0 && opt_.compression != Compression::kNone) {
+        fail(ErrorCode::kInvalidUsage, "reducer add_param('{}'): compression works on host gradients only; this one is on device {}",
+             name, dev);
+      }
+      if (dev >= 0) dev_ = std::make_unique<DeviceSide>(dev);
+      grad_device_ = dev;
+    } else if (dev != grad_device_) {
+      auto where = [](int d) { return d < 0 ? std::string("host memory") : fmt::format("device {}", d); };
+      fail(ErrorCode::kInvalidArgument, "reducer add_param('{}'): the gradient is in {} but the earlier ones are in {}; all "
+           "gradients of a reducer are host memory or all on one device", name, where(dev), where(grad_device_));
+    }
+  }
   Param p;
   p.grad = grad;
   params_.push_back(p);
@@ -78,7 +103,11 @@ void Reducer::build_locked(const std::vector<int>& order) {
   for (size_t i = 0; i < plans.size(); ++i) {
     Bucket& b = fresh[i];
     b.plan = plans[i];
-    b.storage.assign((b.plan.bytes() + 7) / 8, 0);
+    if (dev_) {
+      b.device = dev_->alloc(b.plan.bytes());
+    } else {
+      b.storage.assign((b.plan.bytes() + 7) / 8, 0);
+    }
     b.compressed = opt_.compression != Compression::kNone && b.plan.dtype == DataType::kFloat32;
     if (b.compressed) b.wire.assign(b.plan.count, 0);
   }
@@ -90,10 +119,18 @@ void Reducer::build_locked(const std::vector<int>& order) {
       uint64_t esz = dtype_size(specs_[p].dtype);
       char* dst = static_cast<char*>(fresh[i].data()) + fresh[i].plan.offsets[k] * esz;
       if (pr.bucket >= 0) {
-        std::memcpy(dst, static_cast<char*>(buckets_[pr.bucket].data()) + pr.offset * esz, specs_[p].count * esz);
+        const char* src = static_cast<char*>(buckets_[pr.bucket].data()) + pr.offset * esz;
+        if (dev_) {
+          dev_->copy(dst, src, specs_[p].count * esz);
+        } else {
+          std::memcpy(dst, src, specs_[p].count * esz);
+        }
       }
     }
   }
+  // Device: the zero-fills and moves are done before a bucket view is handed out or an old bucket
+  // is freed (below): one host wait per (re)build.
+  if (dev_) dev_->synchronize(comm_->config().timeout);
   for (size_t i = 0; i < fresh.size(); ++i) {
     for (size_t k = 0; k < fresh[i].plan.params.size(); ++k) {
       params_[fresh[i].plan.params[k]].bucket = static_cast<int>(i);
@@ -168,9 +205,16 @@ void Reducer::set_backward_ms(double ms) {
   reported_backward_ms_ = ms;
 }
 
-void Reducer::mark_ready(int param) {
+void Reducer::mark_ready(int param) { mark_ready(param, nullptr); }
+
+void Reducer::mark_ready(int param, void* stream) {
   std::lock_guard<std::mutex> lock(mu_);
-  mark_locked(param, false, "mark_ready");
+  mark_locked(param, false, "mark_ready", stream);
+}
+
+bool Reducer::on_device() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dev_ != nullptr;
 }
 
 void Reducer::mark_unused(int param) {
@@ -178,7 +222,7 @@ void Reducer::mark_unused(int param) {
   mark_locked(param, true, "mark_unused");
 }
 
-void Reducer::mark_locked(int param, bool unused, const char* fn) {
+void Reducer::mark_locked(int param, bool unused, const char* fn, void* stream) {
   check_usable_locked(fn);
   require(param >= 0 && static_cast<size_t>(param) < params_.size(), "reducer {}: no parameter {} (there are {})", fn,
           param, params_.size());
@@ -209,7 +253,15 @@ void Reducer::mark_locked(int param, bool unused, const char* fn) {
   }
   uint64_t bytes = specs_[param].count * dtype_size(specs_[param].dtype);
   char* slot = static_cast<char*>(b.data()) + p.offset * dtype_size(specs_[param].dtype);
-  if (unused) {
+  if (dev_) {
+    // On the communication stream, after what the producer's stream has done so far.
+    if (unused) {
+      dev_->zero(slot, bytes);
+    } else {
+      dev_->after(stream);
+      if (!opt_.gradient_as_bucket_view) dev_->copy(slot, p.grad, bytes);
+    }
+  } else if (unused) {
     std::memset(slot, 0, bytes);
   } else if (!opt_.gradient_as_bucket_view) {
     std::memcpy(slot, p.grad, bytes);
@@ -245,7 +297,12 @@ void Reducer::launch_locked(Bucket& b, int index) {
     } else {
       a.dtype = b.plan.dtype;
       a.op = opt_.average ? RedOp::kAvg : RedOp::kSum;
-      b.work = comm_->submit(a, b.data(), b.data(), true);
+      if (dev_) {
+        // The NCCL stream path on the communication stream: returns once NCCL accepted it.
+        b.work = comm_->submit(a, b.data(), b.data(), false, dev_->stream(), true);
+      } else {
+        b.work = comm_->submit(a, b.data(), b.data(), true);
+      }
     }
   } catch (const Error& e) {
     fail_locked(e.code(), fmt::format("reducer: launching bucket {} failed: {}", index, e.what()), false);

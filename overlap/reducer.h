@@ -4,6 +4,11 @@
 // Use: add_param() for every parameter in model (forward) order; then per step begin_step(),
 // mark_ready(p) from the gradient hook of each parameter as its gradient is final, finalize().
 // mark_ready() and mark_unused() may be called from several threads.
+//
+// Device gradients (CUDA device memory, builds with NCCL): buckets live on the device and the
+// reducer works on a communication stream of its own, ordered after the producer's stream with
+// events: mark_ready(p, stream) and finalize(stream) (null = the legacy default stream) never wait
+// for the device. docs/OVERLAP.md, "Device gradients", says exactly what blocks.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -30,6 +35,8 @@ struct ReducerOptions {
   Compression compression = Compression::kNone;  // float32 buckets only
   std::string timeline_path;            // "" = WEFT_TIMELINE (may be unset); per-rank rule applied
 };
+
+class DeviceSide;  // overlap/reducer_device.h
 
 struct StepStats {
   uint64_t step = 0;           // 1-based count of finalize() calls
@@ -60,7 +67,8 @@ class Reducer {
   Reducer& operator=(const Reducer&) = delete;
 
   // Registers a parameter's gradient buffer (may be null in bucket-view mode). Returns its index.
-  // Only before the first step.
+  // Only before the first step. The first non-null gradient decides host or device buckets; all
+  // gradients must then be of that kind (and on that device).
   int add_param(void* grad, uint64_t count, DataType dtype, std::string name);
   // The parameter's slice of its bucket. Stable until a rebuild, which happens in the begin_step()
   // after the first synced step; the contents move with it.
@@ -72,9 +80,18 @@ class Reducer {
   void begin_backward();             // optional: the backward starts now (else at begin_step)
   void set_backward_ms(double ms);   // optional: the caller's own backward compute time
   void mark_ready(int param);
+  // Device gradients: the gradient is final once `stream` (a cudaStream_t; null = the legacy
+  // default stream) reaches this point; the reducer's copy and all-reduce wait for it on the
+  // device, not here. Host gradients: the stream is ignored.
+  void mark_ready(int param, void* stream);
   void mark_unused(int param);       // no gradient this step: contributes zeros
   // Waits for every bucket, averages or sums, copies results back (copy mode). Returns the stats.
   StepStats finalize();
+  // Device gradients: `stream` (null = the legacy default stream) waits, on the device, for the
+  // results (an event); finalize returns without waiting for the device. finalize() is
+  // finalize(nullptr).
+  StepStats finalize(void* stream);
+  bool on_device() const;  // buckets on the device (decided by the first non-null gradient)
 
   StepStats last_stats() const;
   std::vector<BucketInfo> buckets();
@@ -88,7 +105,7 @@ class Reducer {
   struct Bucket;
   void build_locked(const std::vector<int>& order);
   void begin_step_locked(bool sync, Clock::time_point now);
-  void mark_locked(int param, bool unused, const char* fn);
+  void mark_locked(int param, bool unused, const char* fn, void* stream = nullptr);
   void try_launch_locked();
   void launch_locked(Bucket& b, int index);
   void verify_layout_locked();
@@ -123,6 +140,8 @@ class Reducer {
   double compress_ms_ = 0;
   uint64_t steps_ = 0;
   StepStats last_;
+  int grad_device_ = -2;             // -2 undecided, -1 host gradients, else their CUDA device
+  std::unique_ptr<DeviceSide> dev_;  // device buckets (last: goes before the buckets' memory)
 };
 
 }  // namespace weft::overlap

@@ -8,7 +8,9 @@
 
 namespace weft::overlap {
 
-StepStats Reducer::finalize() {
+StepStats Reducer::finalize() { return finalize(nullptr); }
+
+StepStats Reducer::finalize(void* stream) {
   std::lock_guard<std::mutex> lock(mu_);
   check_usable_locked("finalize");
   auto fin_begin = Clock::now();
@@ -53,10 +55,16 @@ StepStats Reducer::finalize() {
         for (size_t k = 0; k < b.plan.params.size(); ++k) {
           int p = b.plan.params[k];
           uint64_t esz = dtype_size(specs_[p].dtype);
-          std::memcpy(params_[p].grad, static_cast<char*>(b.data()) + b.plan.offsets[k] * esz, specs_[p].count * esz);
+          const char* src = static_cast<char*>(b.data()) + b.plan.offsets[k] * esz;
+          if (dev_) {
+            dev_->copy(params_[p].grad, src, specs_[p].count * esz);
+          } else {
+            std::memcpy(params_[p].grad, src, specs_[p].count * esz);
+          }
         }
       }
     }
+    if (dev_) dev_->release_to(stream);  // the caller's stream waits for the results, not the host
   }
   auto end = Clock::now();
   in_step_ = false;

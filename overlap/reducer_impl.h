@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "overlap/reducer.h"
+#include "overlap/reducer_device.h"
 #include "runtime/work.h"
 
 namespace weft::overlap {
@@ -22,7 +23,8 @@ struct Reducer::Param {
 
 struct Reducer::Bucket {
   BucketPlan plan;
-  std::vector<uint64_t> storage;  // the flat buffer (8-byte aligned)
+  std::vector<uint64_t> storage;  // the flat buffer (8-byte aligned), host gradients
+  std::shared_ptr<void> device;   // the flat buffer on the device, device gradients
   std::vector<uint16_t> wire;     // the 16-bit copy when compressed
   bool compressed = false;
   int pending = 0;                // parameters not yet marked this step
@@ -30,7 +32,7 @@ struct Reducer::Bucket {
   bool any_mark = false;
   std::shared_ptr<Work> work;
   Clock::time_point first_mark, ready;  // first mark of the step; complete (launch begins)
-  void* data() { return storage.data(); }
+  void* data() { return device ? device.get() : storage.data(); }
   uint64_t wire_bytes() const { return compressed ? plan.count * 2 : plan.bytes(); }
 };
 

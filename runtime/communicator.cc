@@ -13,6 +13,7 @@
 #include "weft/config.h"
 #if WEFT_HAVE_NCCL
 #include "runtime/nccl/device.h"
+#include "runtime/nccl/hierarchical.h"
 #include "runtime/nccl/nccl_comm.h"
 #endif
 
@@ -500,11 +501,14 @@ void Communicator::abort(const std::string& why) {
   if (transport_) transport_->interrupt();
 #if WEFT_HAVE_NCCL
   std::shared_ptr<nccl::NcclComm> nc;
+  std::shared_ptr<nccl::Hierarchical> hier;
   {
     std::lock_guard<std::mutex> lock(nccl_mu_);
     nc = nccl_;
+    hier = hier_;
   }
   if (nc) nc->abort(why);  // ncclCommAbort: kernels in flight on any stream end
+  if (hier) hier->abort(why);
 #endif
 }
 
@@ -523,6 +527,7 @@ void Communicator::destroy() {
   {
     std::lock_guard<std::mutex> lock(nccl_mu_);
     nccl_.reset();
+    hier_.reset();
   }
   transport_.reset();
   try {

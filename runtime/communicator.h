@@ -34,7 +34,9 @@ namespace weft {
 
 class InprocFabric;
 namespace nccl {
-class NcclComm;  // runtime/nccl/ (only when built with NCCL)
+class NcclComm;      // runtime/nccl/ (only when built with NCCL)
+class Hierarchical;  // runtime/nccl/hierarchical.h
+struct WaitCtl;
 }
 
 // kUcx: between processes — Weft's shared memory within a node and UCX across nodes, unless
@@ -102,8 +104,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void mark_broken(const std::string& why, bool tell_others);
   void check_remote_abort();
   void validate(const CollectiveArgs& a, const void* send, const void* recv) const;
-  // The NCCL path: creates the NCCL communicator on first use, runs w on it.
+  // The NCCL path: creates the NCCL communicator on first use, runs w on it; a device all-reduce
+  // across nodes with WEFT_GPU_HIERARCHICAL=1 takes the hierarchical path instead.
   void run_device(Work& w, std::chrono::steady_clock::time_point t0);
+  // The hierarchical path's node NCCL communicator and rail (collective over every rank).
+  std::shared_ptr<nccl::Hierarchical> make_hierarchical(int device, const nccl::WaitCtl& ctl);
 
   CommInit init_;
   CommConfig config_;
@@ -133,6 +138,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // executes operations), or inherited from the parent's ncclCommSplit.
   std::mutex nccl_mu_;
   std::shared_ptr<nccl::NcclComm> nccl_;
+  std::shared_ptr<nccl::Hierarchical> hier_;  // the hierarchical all-reduce's communicators
 
   std::atomic<bool> abort_{false};
   mutable std::mutex state_mu_;

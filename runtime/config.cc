@@ -44,6 +44,9 @@ CommConfig CommConfig::from_env(const EnvLookup& env) {
     if (*m != "peer" && *m != "none") fail(ErrorCode::kInvalidArgument, "WEFT_UCX_ERR_MODE='{}' is not peer or none", *m);
     c.ucx_peer_errors = *m == "peer";
   }
+  c.gpu_hierarchical = env_int(env, "WEFT_GPU_HIERARCHICAL", 0, 0, 1) == 1;
+  c.gpu_chunk_bytes = static_cast<uint64_t>(env_int(env, "WEFT_GPU_CHUNK_BYTES", static_cast<int64_t>(c.gpu_chunk_bytes), 4096,
+                                                    int64_t{1} << 30));
   return c;
 }
 

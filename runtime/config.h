@@ -21,6 +21,8 @@ struct CommConfig {
   int channels = 1;                            // WEFT_NCHANNELS: parallel rings/trees (1..16)
   std::string transport = "auto";              // WEFT_TRANSPORT: auto (shm in a node, UCX across) | ucx
   bool ucx_peer_errors = false;                // WEFT_UCX_ERR_MODE=peer|none
+  bool gpu_hierarchical = false;               // WEFT_GPU_HIERARCHICAL=1: device all-reduce across nodes through the host
+  uint64_t gpu_chunk_bytes = 4 << 20;          // WEFT_GPU_CHUNK_BYTES: its pipelining chunk
 
   static CommConfig from_env(const EnvLookup& env);
 };

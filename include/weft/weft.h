@@ -199,10 +199,18 @@ WEFT_API weftResult_t weftReducerBeginStep(weftReducer_t reducer, int sync);
 WEFT_API weftResult_t weftReducerSetBackwardTime(weftReducer_t reducer, double ms);
 /// The parameter's gradient is final for this step (call from the gradient hook).
 WEFT_API weftResult_t weftReducerMarkReady(weftReducer_t reducer, int index);
+/// Device gradients: the gradient is final once `stream` (a cudaStream_t; NULL = the legacy default
+/// stream) reaches this point; the bucket copy and all-reduce wait for it on the device (a CUDA
+/// event), not on the host. Host gradients: the same as weftReducerMarkReady.
+WEFT_API weftResult_t weftReducerMarkReadyStream(weftReducer_t reducer, int index, void* stream);
 /// The parameter received no gradient this step; it contributes zeros.
 WEFT_API weftResult_t weftReducerMarkUnused(weftReducer_t reducer, int index);
 /// Waits for every bucket, averages or sums, copies back (copy mode); stats may be NULL.
 WEFT_API weftResult_t weftReducerFinalize(weftReducer_t reducer, weftStepStats_t* stats);
+/// Device gradients: `stream` (NULL = the legacy default stream) waits on the device for the
+/// results (a CUDA event); returns without waiting for the device. Host gradients: as
+/// weftReducerFinalize.
+WEFT_API weftResult_t weftReducerFinalizeStream(weftReducer_t reducer, weftStepStats_t* stats, void* stream);
 /// The number of buckets of the current (or next step's) layout.
 WEFT_API weftResult_t weftReducerBucketCount(weftReducer_t reducer, int* count);
 /// Waits for buckets in flight, writes the timeline (if any) and frees the reducer.

@@ -160,21 +160,22 @@ void NcclComm::settle(const WaitCtl& ctl) {
   }
 }
 
-void NcclComm::wait_stream(cudaStream_t stream, const WaitCtl& ctl) {
+void NcclComm::wait_until(const std::function<bool()>& done, const WaitCtl& ctl) {
   auto next_poll = Clock::now() + kPollEvery;
   for (int i = 0;; ++i) {
-    cudaError_t q = cudaStreamQuery(stream);
+    bool finished = false;
+    try {
+      finished = done();
+    } catch (const std::exception& e) {
+      abort(e.what());
+      throw;
+    }
     auto now = Clock::now();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (q == cudaSuccess) {
+      if (finished) {
         check_locked(ctl, Clock::time_point::min());  // an error raised by the last kernel
         return;
-      }
-      if (q != cudaErrorNotReady) {
-        cudaGetLastError();
-        fail_locked(ErrorCode::kSystemError, fmt::format("{}: cudaStreamQuery: {} ({})", ctl.what, cudaGetErrorName(q),
-                                                         cudaGetErrorString(q)));
       }
       check_locked(ctl, now);
     }
@@ -183,31 +184,63 @@ void NcclComm::wait_stream(cudaStream_t stream, const WaitCtl& ctl) {
   }
 }
 
+void NcclComm::wait_stream(cudaStream_t stream, const WaitCtl& ctl) {
+  wait_until(
+      [&] {
+        cudaError_t q = cudaStreamQuery(stream);
+        if (q == cudaSuccess) return true;
+        if (q == cudaErrorNotReady) return false;
+        cudaGetLastError();
+        throw Error(ErrorCode::kSystemError,
+                    fmt::format("{}: cudaStreamQuery: {} ({})", ctl.what, cudaGetErrorName(q), cudaGetErrorString(q)));
+      },
+      ctl);
+}
+
+void NcclComm::issue(const std::function<ncclResult_t(ncclComm_t)>& calls, const WaitCtl& ctl) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!comm_) throw Error(ErrorCode::kRemoteError, fmt::format("{}: the NCCL communicator was aborted: {}", ctl.what, failure_));
+  ncclResult_t r = calls(comm_);
+  if (r == ncclInvalidArgument || r == ncclInvalidUsage) {
+    // Rejected before anything was enqueued: the communicator stays usable.
+    throw Error(error_code_of(r), fmt::format("{}: NCCL rejected the call: {}", ctl.what, describe(r)));
+  }
+  if (r != ncclSuccess && r != ncclInProgress) fail_locked(error_code_of(r), fmt::format("{}: {}", ctl.what, describe(r)));
+}
+
+void NcclComm::group(const std::function<ncclResult_t(ncclComm_t)>& calls, const WaitCtl& ctl) {
+  cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+  issue(
+      [&](ncclComm_t c) {
+        ncclResult_t r = ncclGroupStart();
+        if (r != ncclSuccess) return r;
+        r = calls(c);
+        ncclResult_t end = ncclGroupEnd();  // always closes the group, even after an error
+        return r != ncclSuccess && r != ncclInProgress ? r : end;
+      },
+      ctl);
+  settle(ctl);
+}
+
 void NcclComm::run(const CollectiveArgs& a, const void* send, void* recv, void* user_stream, const WaitCtl& ctl) {
   cuda_check(cudaSetDevice(device_), "cudaSetDevice");
   cudaStream_t s = user_stream ? static_cast<cudaStream_t>(user_stream) : stream_;
   ncclDataType_t dt = to_nccl(a.dtype);
   ncclRedOp_t op = to_nccl(a.op);
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!comm_) throw Error(ErrorCode::kRemoteError, fmt::format("{}: the NCCL communicator was aborted: {}", ctl.what, failure_));
-    ncclResult_t r = ncclSuccess;
-    switch (a.kind) {
-      case CollectiveKind::kAllReduce: r = ncclAllReduce(send, recv, a.count, dt, op, comm_, s); break;
-      case CollectiveKind::kReduceScatter: r = ncclReduceScatter(send, recv, a.count, dt, op, comm_, s); break;
-      case CollectiveKind::kAllGather: r = ncclAllGather(send, recv, a.count, dt, comm_, s); break;
-      case CollectiveKind::kBroadcast: r = ncclBroadcast(send, recv, a.count, dt, a.root, comm_, s); break;
-      case CollectiveKind::kReduce: r = ncclReduce(send, recv, a.count, dt, op, a.root, comm_, s); break;
-      default:
-        throw Error(ErrorCode::kInvalidUsage, fmt::format("{}: not available for device buffers (NCCL path: all-reduce, "
-                                                          "reduce-scatter, all-gather, broadcast, reduce)", ctl.what));
-    }
-    if (r == ncclInvalidArgument || r == ncclInvalidUsage) {
-      // Rejected before anything was enqueued: the communicator stays usable.
-      throw Error(error_code_of(r), fmt::format("{}: NCCL rejected the call: {}", ctl.what, describe(r)));
-    }
-    if (r != ncclSuccess && r != ncclInProgress) fail_locked(error_code_of(r), fmt::format("{}: {}", ctl.what, describe(r)));
-  }
+  issue(
+      [&](ncclComm_t c) -> ncclResult_t {
+        switch (a.kind) {
+          case CollectiveKind::kAllReduce: return ncclAllReduce(send, recv, a.count, dt, op, c, s);
+          case CollectiveKind::kReduceScatter: return ncclReduceScatter(send, recv, a.count, dt, op, c, s);
+          case CollectiveKind::kAllGather: return ncclAllGather(send, recv, a.count, dt, c, s);
+          case CollectiveKind::kBroadcast: return ncclBroadcast(send, recv, a.count, dt, a.root, c, s);
+          case CollectiveKind::kReduce: return ncclReduce(send, recv, a.count, dt, op, a.root, c, s);
+          default:
+            throw Error(ErrorCode::kInvalidUsage, fmt::format("{}: not available for device buffers (NCCL path: all-reduce, "
+                                                              "reduce-scatter, all-gather, broadcast, reduce)", ctl.what));
+        }
+      },
+      ctl);
   settle(ctl);
   if (!user_stream) wait_stream(stream_, ctl);
 }

@@ -46,6 +46,16 @@ class NcclComm {
   // at a later call). Null: enqueued on the communicator's own stream (which orders with the
   // legacy default stream) and waited for.
   void run(const CollectiveArgs& a, const void* send, void* recv, void* user_stream, const WaitCtl& ctl);
+  // Issues what `calls` enqueues on the handle between ncclGroupStart and ncclGroupEnd (several
+  // collectives as one group), then waits until NCCL accepted them. Error handling as run().
+  void group(const std::function<ncclResult_t(ncclComm_t)>& calls, const WaitCtl& ctl);
+  // Weft's waiting loop around any condition: returns once done() is true; throws (after
+  // aborting the comm) on an NCCL error, abort, watchdog, the deadline, or when done() throws.
+  void wait_until(const std::function<bool()>& done, const WaitCtl& ctl);
+  // Waits for stream's work with the same checks.
+  void wait_stream(cudaStream_t stream, const WaitCtl& ctl);
+  // The communicator's own stream (blocking: it orders with the legacy default stream).
+  cudaStream_t stream() const { return stream_; }
   // ncclCommSplit: collective over every rank of this comm; color < 0 returns nullptr.
   std::unique_ptr<NcclComm> split(int color, int key, int new_rank, int new_size, const WaitCtl& ctl);
   // ncclCommAbort from any thread; the comm fails every later call.
@@ -59,8 +69,8 @@ class NcclComm {
   // Polls ncclCommGetAsyncError until the comm leaves ncclInProgress (a non-blocking call was
   // accepted); throws (after aborting the comm) on an error, abort, watchdog or deadline.
   void settle(const WaitCtl& ctl);
-  // Waits for stream's work with the same checks.
-  void wait_stream(cudaStream_t stream, const WaitCtl& ctl);
+  // Enqueues under mu_: calls(comm_) and its result checked.
+  void issue(const std::function<ncclResult_t(ncclComm_t)>& calls, const WaitCtl& ctl);
   // One check of the comm's state, the abort flag and the deadline; throws after aborting the
   // comm. Caller holds mu_.
   void check_locked(const WaitCtl& ctl, std::chrono::steady_clock::time_point now);

@@ -1,6 +1,7 @@
 // The NCCL path on a real GPU, at one rank: every type and op of all-reduce against the host path,
-// the other collectives, stream calls, routing errors, split (ncclCommSplit) and abort. Every test
-// skips (GTEST_SKIP) when cudaGetDeviceCount fails or finds no device.
+// the other collectives, stream calls, routing errors, split (ncclCommSplit), the overlap reducer
+// on device gradients, abort; and the hierarchical all-reduce with two processes as two nodes on
+// the one GPU. Every test skips (GTEST_SKIP) when cudaGetDeviceCount fails or finds no device.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -8,6 +9,8 @@
 
 #include "tests/gpu/gpu_util.h"
 #include "tests/gpu/one_rank.h"
+#include "tests/gpu/reducer_check.h"
+#include "tests/gpu/two_nodes.h"
 
 namespace {
 
@@ -121,6 +124,42 @@ TEST_F(Gpu, SplitUsesNcclCommSplit) {
   EXPECT_EQ(weftCommDestroy(sub), weftSuccess);
   ASSERT_EQ(weftCommSplit(comm_, -1, 0, &none), weftSuccess) << weftCommGetLastError(comm_);
   EXPECT_EQ(none, nullptr);
+}
+
+TEST_F(Gpu, ReducerOnDeviceGradients) {
+  for (bool view : {false, true}) {
+    std::string why;
+    EXPECT_EQ(weft::test::device_reducer_check(comm_, 0, 1, view, &why), 0u) << (view ? "bucket view: " : "copy: ") << why;
+  }
+}
+
+TEST_F(Gpu, ReducerOnDeviceUnusedIsZeroAndMixingIsRefused) {
+  DeviceBuffer a(64 * 4), b(64 * 4);
+  std::vector<float> fives(64, 5.0f), host(64);
+  CUDA_OK(cudaMemcpy(a.p, fives.data(), 256, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaMemcpy(b.p, fives.data(), 256, cudaMemcpyHostToDevice));
+  weftReducer_t red = nullptr;
+  ASSERT_EQ(weftReducerCreate(comm_, nullptr, &red), weftSuccess) << weftGetLastErrorMessage();
+  ASSERT_EQ(weftReducerAddParam(red, a.p, 64, weftFloat32, "a", nullptr), weftSuccess) << weftGetLastErrorMessage();
+  ASSERT_EQ(weftReducerAddParam(red, b.p, 64, weftFloat32, "b", nullptr), weftSuccess) << weftGetLastErrorMessage();
+  EXPECT_EQ(weftReducerAddParam(red, host.data(), 64, weftFloat32, "host", nullptr), weftInvalidArgument);
+  ASSERT_EQ(weftReducerMarkReadyStream(red, 0, nullptr), weftSuccess) << weftGetLastErrorMessage();
+  ASSERT_EQ(weftReducerMarkUnused(red, 1), weftSuccess) << weftGetLastErrorMessage();
+  ASSERT_EQ(weftReducerFinalize(red, nullptr), weftSuccess) << weftGetLastErrorMessage();
+  CUDA_OK(cudaDeviceSynchronize());
+  CUDA_OK(cudaMemcpy(host.data(), a.p, 256, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(host[63], 5.0f);
+  CUDA_OK(cudaMemcpy(host.data(), b.p, 256, cudaMemcpyDeviceToHost));
+  EXPECT_EQ(host[0], 0.0f);
+  EXPECT_EQ(weftReducerDestroy(red), weftSuccess);
+}
+
+// Two processes with different WEFT_NODE_ID on this GPU: each node's NCCL communicator has one rank
+// and the inter-node phase is Weft's host path (weft-gpu-check --hier-child is the rank program).
+TEST_F(Gpu, HierarchicalAllReduceTwoNodesOnOneGpu) {
+  auto res = weft::test::run_two_nodes(WEFT_GPU_CHECK_EXE, {"--hier-child"},
+                                       {{"WEFT_GPU_CHUNK_BYTES", "65536"}, {"WEFT_TIMEOUT_MS", "120000"}}, 600);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(res[r].status, 0) << "rank " << r << ":\n" << res[r].output;
 }
 
 // Last: aborts a communicator of its own.

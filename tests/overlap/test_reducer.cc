@@ -62,6 +62,25 @@ INSTANTIATE_TEST_SUITE_P(Overlap, CopyAndView,
                                   (std::get<1>(info.param) ? "Average" : "Sum");
                          });
 
+// Host gradients: the stream variants are the plain calls (the stream is never touched, so even a
+// bogus handle is fine), and the reducer stays on the host.
+TEST(Reducer, StreamVariantsOnHostGradientsAreThePlainCalls) {
+  const int n = 2;
+  run_ranks(n, TransportKind::kInproc, [&](Communicator& c) {
+    Reducer red(shared(c), small_caps());
+    Model m = make_model(red, toy_sizes(), false);
+    EXPECT_FALSE(red.on_device());
+    void* bogus = reinterpret_cast<void*>(uintptr_t{0x1});
+    for (int step = 0; step < 2; ++step) {
+      red.begin_step();
+      fill_grads(red, m, c.rank(), false);
+      for (int p = static_cast<int>(m.grads.size()) - 1; p >= 0; --p) red.mark_ready(p, bogus);
+      EXPECT_TRUE(red.finalize(bogus).synced);
+      check_results(red, m, n, false, true);
+    }
+  });
+}
+
 TEST(Reducer, MixedTypesGetTheirOwnBuckets) {
   run_ranks(2, TransportKind::kInproc, [&](Communicator& c) {
     Reducer red(shared(c));

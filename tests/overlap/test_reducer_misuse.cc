@@ -167,6 +167,8 @@ TEST(ReducerCApi, ArgumentChecks) {
   EXPECT_EQ(weftReducerCreate(nullptr, &cfg, &r), weftInvalidArgument);
   EXPECT_EQ(r, nullptr);
   EXPECT_EQ(weftReducerMarkReady(nullptr, 0), weftInvalidArgument);
+  EXPECT_EQ(weftReducerMarkReadyStream(nullptr, 0, nullptr), weftInvalidArgument);
+  EXPECT_EQ(weftReducerFinalizeStream(nullptr, nullptr, nullptr), weftInvalidArgument);
   EXPECT_NE(std::string(weftGetLastErrorMessage()).find("reducer is NULL"), std::string::npos);
   EXPECT_EQ(weftReducerDestroy(reinterpret_cast<weftReducer_t>(&cfg)), weftInvalidUsage);
 }

@@ -179,6 +179,12 @@ TEST(JobEnv, ConfigValuesAreChecked) {
   EXPECT_THROW(CommConfig::from_env(env_of({{"WEFT_TIMEOUT_MS", "soon"}})), Error);
   EXPECT_THROW(CommConfig::from_env(env_of({{"WEFT_TRANSPORT", "carrier-pigeon"}})), Error);
   EXPECT_THROW(CommConfig::from_env(env_of({{"WEFT_SLICE_BYTES", "12"}})), Error);
+  EXPECT_FALSE(CommConfig::from_env(env_of({})).gpu_hierarchical);
+  EXPECT_TRUE(CommConfig::from_env(env_of({{"WEFT_GPU_HIERARCHICAL", "1"}})).gpu_hierarchical);
+  EXPECT_THROW(CommConfig::from_env(env_of({{"WEFT_GPU_HIERARCHICAL", "yes"}})), Error);
+  EXPECT_EQ(CommConfig::from_env(env_of({})).gpu_chunk_bytes, 4u << 20);
+  EXPECT_EQ(CommConfig::from_env(env_of({{"WEFT_GPU_CHUNK_BYTES", "65536"}})).gpu_chunk_bytes, 65536u);
+  EXPECT_THROW(CommConfig::from_env(env_of({{"WEFT_GPU_CHUNK_BYTES", "100"}})), Error);
 }
 
 }  // namespace
