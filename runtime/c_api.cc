@@ -166,6 +166,10 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
   });
 }
 
+weftResult_t weftCommSetAlgorithm(weftComm_t comm, const char* algorithm) {
+  return guarded(comm, [&] { live(comm, "weftCommSetAlgorithm")->set_algorithm(algorithm ? algorithm : ""); });
+}
+
 #define WEFT_COMM_GETTER(fn, expr)                                                 \
   weftResult_t fn(weftComm_t comm, int* out) {                                     \
     if (!out) return record(comm, weftInvalidArgument, #fn ": output is NULL");    \

@@ -1,6 +1,12 @@
 #include "runtime/communicator.h"
 
+#include <sched.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <thread>
 
 #include <algorithm>
 
@@ -59,7 +65,9 @@ void Work::finish(ErrorCode code, std::string message) {
 // ---- Communicator ----------------------------------------------------------------------------
 
 Communicator::Communicator(CommInit init)
-    : init_(std::move(init)), config_(init_.config), store_(init_.store), rank_(init_.rank), size_(init_.size) {}
+    : init_(std::move(init)), config_(init_.config), store_(init_.store), rank_(init_.rank), size_(init_.size) {
+  algo_ = config_.algo;
+}
 
 std::shared_ptr<Communicator> Communicator::create(CommInit init) {
   if (!init.store) fail(ErrorCode::kInvalidArgument, "communicator: no store");
@@ -88,7 +96,41 @@ void Communicator::connect() {
     gethostname(host, sizeof host - 1);
     node_id = host;
   }
-  auto ids = store_all_gather(*store_, "node", rank_, size_, to_bytes(node_id), config_.timeout);
+  // With the node id go the machine's identity (its boot id: emulated nodes on one machine share
+  // it) and the cores this process may use: the cost model charges the CPU that ranks on one
+  // machine queue for when they outnumber its cores (topo::HostCpu).
+  std::string machine;
+  {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::getline(in, machine);
+    if (machine.empty()) {
+      char host[256] = {};
+      gethostname(host, sizeof host - 1);
+      machine = host;
+    }
+  }
+  int cores = 0;
+  {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+    if (cores <= 0) cores = static_cast<int>(std::thread::hardware_concurrency());
+  }
+  auto gathered = store_all_gather(*store_, "node", rank_, size_, to_bytes(node_id + '\n' + machine + '\n' + std::to_string(cores)),
+                                   config_.timeout);
+  std::vector<Bytes> ids(size_);
+  std::map<std::string, std::pair<int, int>> machines;  // ranks, fewest cores
+  for (int r = 0; r < size_; ++r) {
+    std::string v = to_string(gathered[r]);
+    const size_t b = v.rfind('\n'), a = b == std::string::npos ? b : v.rfind('\n', b - 1);
+    if (a == std::string::npos) fail(ErrorCode::kInternalError, "rank {} published a malformed node record", r);
+    ids[r] = to_bytes(v.substr(0, a));
+    auto& m = machines.try_emplace(v.substr(a + 1, b - a - 1), 0, 1 << 30).first->second;
+    m.first++;
+    m.second = std::min(m.second, std::atoi(v.c_str() + b + 1));
+  }
+  for (const auto& [id, m] : machines)
+    if (m.first > host_ranks_) host_ranks_ = m.first, host_cores_ = m.second;
   std::vector<std::string> nodes;
   local_rank_ = 0;
   local_size_ = 0;
@@ -255,6 +297,7 @@ std::shared_ptr<Work> Communicator::submit(const CollectiveArgs& args_in, const 
   w->stream_ = stream;
   w->on_stream_ = on_stream;
   std::unique_lock<std::mutex> q(queue_mu_);
+  w->algo_ = algo_;
   if (args.kind == CollectiveKind::kSend) {
     w->seq_ = p2p_send_seq_[args.root]++;
     w->tag_seq_ = static_cast<uint16_t>(0x8000u | (w->seq_ & 0x7fffu));
@@ -305,9 +348,9 @@ void Communicator::progress_loop() {
   }
 }
 
-const Schedule& Communicator::schedule_for(const CollectiveArgs& a) {
+const Schedule& Communicator::schedule_for(const CollectiveArgs& a, const std::string& algo_id) {
   auto key = std::make_tuple(static_cast<int>(a.kind), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root,
-                             a.in_place, config_.algo);
+                             a.in_place, algo_id);
   auto it = schedules_.find(key);
   if (it != schedules_.end()) return it->second;
   if (schedules_.size() > 4096) schedules_.clear();
@@ -320,11 +363,18 @@ const Schedule& Communicator::schedule_for(const CollectiveArgs& a) {
     s = build_p2p_schedule(a, rank_, size_);
   } else {
     const Algorithm* algo = nullptr;
-    if (!config_.algo.empty()) {
-      algo = find_algorithm(config_.algo, a.kind);
-      if (!algo) WEFT_LOG_DEBUG("WEFT_ALGO={} does not implement {}; using the default", config_.algo, collective_name(a.kind));
+    if (!algo_id.empty()) {
+      algo = find_algorithm(algo_id, a.kind);
+      if (!algo) WEFT_LOG_DEBUG("algorithm '{}' does not implement {}; using the default", algo_id, collective_name(a.kind));
     }
-    if (!algo && a.kind == CollectiveKind::kAllReduce && num_nodes_ > 1) algo = planned_allreduce(a.count * dtype_size(a.dtype));
+    const bool planned = a.kind == CollectiveKind::kAllReduce || a.kind == CollectiveKind::kReduceScatter ||
+                         a.kind == CollectiveKind::kAllGather;
+    if (!algo && planned && num_nodes_ > 1) {
+      // The model's size is the whole buffer: the gathered or scattered one for all-gather and
+      // reduce-scatter (a.count is one rank's block there), as in weft-perf and weft-topo plan.
+      const uint64_t per = a.kind == CollectiveKind::kAllReduce ? 1 : static_cast<uint64_t>(size_);
+      algo = planned_algorithm(a.kind, a.count * dtype_size(a.dtype) * per);
+    }
     if (!algo) algo = default_algorithm(a.kind, a.count * dtype_size(a.dtype), size_);
     if (!algo) fail(ErrorCode::kInvalidUsage, "{} is not implemented yet", collective_name(a.kind));
     s = build_schedule(*algo, a, rank_, size_, opt);
@@ -332,25 +382,32 @@ const Schedule& Communicator::schedule_for(const CollectiveArgs& a) {
   return schedules_.emplace(key, std::move(s)).first->second;
 }
 
-// Across nodes (WEFT_ALGO unset) the cost model picks the all-reduce over a uniform cluster view of
-// this node type: the same function as `weft-topo plan`. One choice per power-of-two size class.
-const Algorithm* Communicator::planned_allreduce(uint64_t bytes) {
-  const int size_class = bytes ? 64 - __builtin_clzll(bytes) : 0;
-  auto it = planned_algo_.find(size_class);
+// Across nodes (WEFT_ALGO unset) the cost model picks the all-reduce, reduce-scatter and all-gather
+// algorithm over a uniform cluster view of this node type: the same function as `weft-topo plan`.
+// Computed once per collective and size (schedules are cached, so only for a new shape).
+const Algorithm* Communicator::planned_algorithm(CollectiveKind kind, uint64_t bytes) {
+  const auto key = std::make_pair(static_cast<int>(kind), bytes);
+  auto it = planned_algo_.find(key);
   if (it == planned_algo_.end()) {
+    if (planned_algo_.size() > 4096) planned_algo_.clear();
     std::string id;
+    const topo::Collective coll = kind == CollectiveKind::kAllGather       ? topo::Collective::kAllGather
+                                  : kind == CollectiveKind::kReduceScatter ? topo::Collective::kReduceScatter
+                                                                           : topo::Collective::kAllReduce;
     try {
       if (!node_summary_) node_summary_ = std::make_unique<topo::NodeSummary>(topo::summarize(topo::load_topology()));
-      const uint64_t class_bytes = size_class ? (uint64_t{1} << (size_class - 1)) : 0;
-      id = topo::choose_weft_algorithm(*node_summary_, num_nodes_, std::max(1, size_ / num_nodes_),
-                                       topo::Collective::kAllReduce, class_bytes, topo::CostModel::from_env());
+      topo::CostModel model = topo::CostModel::from_env();
+      if (model.host.ranks == 0) model.host.ranks = host_ranks_;
+      if (model.host.cores == 0) model.host.cores = host_cores_;
+      id = topo::choose_weft_algorithm(*node_summary_, num_nodes_, std::max(1, size_ / num_nodes_), coll, bytes, model);
     } catch (const std::exception& e) {
-      WEFT_LOG_DEBUG("cost model unavailable ({}); using the default all-reduce", e.what());
+      WEFT_LOG_DEBUG("cost model unavailable ({}); using the default {}", e.what(), collective_name(kind));
     }
-    WEFT_LOG_DEBUG("cost model: all-reduce of {} bytes (class {}) on {} nodes -> '{}'", bytes, size_class, num_nodes_, id);
-    it = planned_algo_.emplace(size_class, id).first;
+    WEFT_LOG_DEBUG("cost model: {} of {} bytes on {} nodes ({} ranks on {} cores of a machine) -> '{}'",
+                   collective_name(kind), bytes, num_nodes_, host_ranks_, host_cores_, id);
+    it = planned_algo_.emplace(key, id).first;
   }
-  return it->second.empty() ? nullptr : find_algorithm(it->second, CollectiveKind::kAllReduce);
+  return it->second.empty() ? nullptr : find_algorithm(it->second, kind);
 }
 
 void Communicator::execute(const std::shared_ptr<Work>& w) {
@@ -369,7 +426,7 @@ void Communicator::execute(const std::shared_ptr<Work>& w) {
       w->finish(ErrorCode::kSuccess, {});
       return;
     }
-    const Schedule& s = schedule_for(a);
+    const Schedule& s = schedule_for(a, w->algo_);
     ExecBuffers bufs{w->send_, w->recv_, s.scratch_bytes ? scratch_.get(s.scratch_bytes) : nullptr};
     ExecContext ctx;
     ctx.transport = transport_.get();
@@ -486,6 +543,10 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   ci.transport = init_.transport;
   ci.node_id = init_.node_id;
   ci.config = config_;
+  {
+    std::lock_guard<std::mutex> q(queue_mu_);
+    ci.config.algo = algo_;  // the new communicator starts with this one's algorithm
+  }
   if (init_.transport == TransportKind::kInproc) {
     // Ranks of the new group share a new fabric, created by its rank 0 and found through a registry.
     ci.fabric = inproc_fabric_for(*ci.store, new_rank, ci.size, config_.timeout);
@@ -493,6 +554,23 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   auto child = Communicator::create(std::move(ci));
   child->nccl_ = std::move(child_nccl);
   return child;
+}
+
+void Communicator::set_algorithm(const std::string& id) {
+  if (!id.empty()) {
+    bool known = false;
+    std::string ids;
+    for (const auto& a : algorithm_table()) {
+      known = known || id == a.id;
+      if ((", " + ids).find(", " + std::string(a.id) + ", ") == std::string::npos) ids += std::string(a.id) + ", ";
+    }
+    if (!known) {
+      ids.resize(ids.size() - 2);
+      fail(ErrorCode::kInvalidArgument, "unknown algorithm '{}' (known: {}; empty for the automatic choice)", id, ids);
+    }
+  }
+  std::lock_guard<std::mutex> q(queue_mu_);
+  algo_ = id;
 }
 
 void Communicator::abort(const std::string& why) {

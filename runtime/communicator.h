@@ -85,6 +85,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Collective: ranks with equal color form a communicator ordered by (key, rank). color < 0
   // returns nullptr.
   std::shared_ptr<Communicator> split(int color, int key);
+  // The algorithm of the collectives submitted after this call (a WEFT_ALGO id; "" = the
+  // automatic choice); weft::Error(kInvalidArgument) for an id no collective has. Local: every
+  // rank must set the same before the same call, as for the call's arguments.
+  void set_algorithm(const std::string& id);
   // Ends every operation in flight or queued with an error; the communicator is broken after.
   // `why` is what this rank and its peers report.
   void abort(const std::string& why = "aborted by weftCommAbort");
@@ -99,8 +103,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void connect();
   void execute(const std::shared_ptr<Work>& w);
   void progress_loop();
-  const Schedule& schedule_for(const CollectiveArgs& args);
-  const Algorithm* planned_allreduce(uint64_t bytes);
+  const Schedule& schedule_for(const CollectiveArgs& args, const std::string& algo);
+  const Algorithm* planned_algorithm(CollectiveKind kind, uint64_t bytes);
   void mark_broken(const std::string& why, bool tell_others);
   void check_remote_abort();
   void validate(const CollectiveArgs& a, const void* send, const void* recv) const;
@@ -115,8 +119,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<Store> store_;
   int rank_, size_;
   int local_rank_ = 0, local_size_ = 1, node_ = 0, num_nodes_ = 1;
+  std::string algo_;  // set_algorithm's (under queue_mu_); starts as WEFT_ALGO
+  int host_ranks_ = 1, host_cores_ = 0;  // most ranks on one machine (boot id), and the cores they may use
   std::vector<int> node_of_rank_;             // node index of every rank (AlgoOptions::node_of_rank)
-  std::map<int, std::string> planned_algo_;   // cost model's all-reduce choice per size class (log2 bytes)
+  std::map<std::pair<int, uint64_t>, std::string> planned_algo_;  // cost model's choice per (kind, bytes)
   std::unique_ptr<topo::NodeSummary> node_summary_;  // this node's topology, for the cost model
   std::unique_ptr<Transport> transport_;
   Executor executor_;

@@ -34,6 +34,7 @@ class Work {
   void finish(ErrorCode code, std::string message);
 
   CollectiveArgs args_;
+  std::string algo_;        // the algorithm id in force when submitted ("" = automatic)
   const void* send_ = nullptr;
   void* recv_ = nullptr;
   uint64_t seq_ = 0;

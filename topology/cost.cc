@@ -56,6 +56,19 @@ void CostModel::apply_json(const nlohmann::json& j) {
       fixed_net_gbs = true;
     }
   }
+  if (j.contains("host")) {
+    const auto& v = j["host"];
+    if (!v.is_object()) fail(ErrorCode::kInvalidArgument, "cost model: \"host\" must be an object");
+    if (v.contains("msg_cpu_us")) host.msg_cpu_us = positive(v, "msg_cpu_us", "host");
+    if (v.contains("ranks")) host.ranks = static_cast<int>(positive(v, "ranks", "host"));
+    if (v.contains("cores")) host.cores = static_cast<int>(positive(v, "cores", "host"));
+  }
+}
+
+double host_cpu_us(const HostCpu& h, double messages, int nranks) {
+  if (!h.oversubscribed() || nranks <= 0) return 0;
+  const double on_host = messages * std::min(h.ranks, nranks) / nranks;
+  return on_host * h.msg_cpu_us / h.cores;
 }
 
 CostModel CostModel::load(const std::string& path) {
@@ -78,6 +91,7 @@ nlohmann::json CostModel::to_json() const {
   for (int i = 0; i < 7; ++i)
     j["classes"][path_class_name(static_cast<PathClass>(i))] = {{"alpha_us", classes[i].alpha_us}, {"gbs", classes[i].gbs}};
   j["net"] = {{"alpha_us", net.alpha_us}, {"gbs", net.gbs}};
+  j["host"] = {{"msg_cpu_us", host.msg_cpu_us}, {"ranks", host.ranks}, {"cores", host.cores}};
   return j;
 }
 

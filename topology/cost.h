@@ -2,8 +2,9 @@
 // network. Defaults below; a path's own bottleneck bandwidth (NVLink/XGMI link bandwidth, PCIe link
 // speed, NIC speed) caps the class bandwidth. Override with a JSON file (WEFT_COST_MODEL=path):
 //   {"classes": {"NV": {"alpha_us": 1.0, "gbs": 150}, "SYS": {"alpha_us": 5}},
-//    "net": {"alpha_us": 6.0, "gbs": 25}}
+//    "net": {"alpha_us": 6.0, "gbs": 25}, "host": {"msg_cpu_us": 20}}
 // A "gbs" given in the file replaces the class bandwidth and is not capped by the topology.
+// "host" describes the CPU the ranks of one machine share (see HostCpu).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -19,11 +20,26 @@ struct LinkCost {
   double gbs = 0;
 };
 
+// When more ranks share a machine than it has cores (emulated nodes on one machine, or an
+// oversubscribed test job), a message's latency is mostly the wait for its receiver to get a core:
+// every message costs the machine msg_cpu_us of CPU time (sending, receiving, waking up), and the
+// ranks queue for the cores. An algorithm's prediction then grows by its messages per machine x
+// msg_cpu_us / cores, so that plans with fewer messages win at small sizes. No effect while
+// ranks <= cores. ranks and cores come from the job (the communicator fills them in; `weft-topo
+// plan --host-ranks/--host-cores`); msg_cpu_us from the file (scripts/netns-sweep calibrates it).
+struct HostCpu {
+  int ranks = 0;            // ranks sharing one machine (the most on any machine of the job)
+  int cores = 0;            // cores they may use
+  double msg_cpu_us = 20;   // CPU time per message on a machine with more ranks than cores
+  bool oversubscribed() const { return cores > 0 && ranks > cores; }
+};
+
 struct CostModel {
   std::array<LinkCost, 7> classes{};      // indexed by PathClass; kSelf = two ranks on one device or NUMA node
   std::array<bool, 7> fixed_gbs{};        // set by an override: ignore the topology's bandwidth
   LinkCost net{};                         // between nodes; gbs is the fallback when a NIC speed is unknown
   bool fixed_net_gbs = false;
+  HostCpu host{};
 
   static CostModel defaults();
   // defaults() plus the overrides in the JSON file (weft::Error naming the file on bad input).
@@ -38,6 +54,10 @@ struct CostModel {
   // Cost of one inter-node hop through a NIC of nic_gbs (0: unknown) shared by `sharing` ranks.
   LinkCost network(double nic_gbs, int sharing = 1) const;
 };
+
+// Microseconds that `messages` messages of the whole job (of `nranks` ranks) add on the busiest
+// machine when it has more ranks than cores (HostCpu); 0 otherwise.
+double host_cpu_us(const HostCpu& h, double messages, int nranks);
 
 // Microseconds to move bytes at gbs GB/s.
 inline double transfer_us(double bytes, double gbs) { return gbs > 0 ? bytes / (gbs * 1e3) : 0; }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <set>
 
+#include "collectives/collective.h"
 #include "runtime/error.h"
 #include "topology/ring.h"
 
@@ -49,18 +50,33 @@ const char* weft_algorithm_id(Algorithm a) {
 
 std::string choose_weft_algorithm(const NodeSummary& node, int nodes, int ranks_per_node, Collective coll, size_t bytes,
                                   const CostModel& model) {
+  const int nranks = std::max(1, nodes) * std::max(1, ranks_per_node);
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  switch (coll) {
+    case Collective::kAllReduce: kind = CollectiveKind::kAllReduce; break;
+    case Collective::kReduceScatter: kind = CollectiveKind::kReduceScatter; break;
+    case Collective::kAllGather: kind = CollectiveKind::kAllGather; break;
+    case Collective::kBroadcast: kind = CollectiveKind::kBroadcast; break;
+    case Collective::kReduce: kind = CollectiveKind::kReduce; break;
+  }
+  // Rooted collectives: Weft's chain and binomial tree are chosen by their measured crossover
+  // (default_algorithm), which the runtime uses as well; the model's trees are not Weft's.
+  if (coll == Collective::kBroadcast || coll == Collective::kReduce) {
+    const weft::Algorithm* a = default_algorithm(kind, bytes, nranks);
+    return a ? a->id : "";
+  }
   auto plans = rank_plans(make_uniform_cluster(node, nodes, ranks_per_node), coll, bytes, model);
-  // Weft implements the hierarchical schedule for all-reduce only. Where another algorithm is
-  // predicted to be at most 5% faster than the flat ring, the ring runs: the model cannot tell
-  // such plans apart, and the ring is the one whose pipelining keeps the measurement closest to
-  // its prediction (docs/PERFORMANCE.md, "Emulated cluster": on 4x1 nodes halving-doubling was
-  // predicted 0.1% faster and measured 15% slower).
+  // Only plans that Weft implements for this collective (reduce-scatter and all-gather: ring and
+  // hier). Where another algorithm is predicted to be at most 5% faster than the flat ring, the
+  // ring runs: the model cannot tell such plans apart, and the ring is the one whose pipelining
+  // keeps the measurement closest to its prediction (docs/PERFORMANCE.md, "Emulated cluster": on
+  // 4x1 nodes halving-doubling was predicted 0.1% faster and measured 15% slower).
   double ring_us = -1;
   for (const auto& p : plans)
     if (p.plan.algorithm == Algorithm::kRing) ring_us = p.predicted_us;
   for (const auto& p : plans) {
     std::string id = weft_algorithm_id(p.plan.algorithm);
-    if (id == "hier" && coll != Collective::kAllReduce) continue;
+    if (!find_algorithm(id, kind)) continue;
     if (ring_us >= 0 && ring_us <= p.predicted_us * 1.05) return "ring";
     return id;
   }
@@ -265,7 +281,22 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
   const bool allreduce = coll == Collective::kAllReduce;
   const bool rooted = coll == Collective::kBroadcast || coll == Collective::kReduce;
   std::vector<PlanCandidate> out;
-  auto add = [&](Algorithm a, double us, const Bottleneck& b, std::vector<std::string> why) {
+  // Messages of the whole job, for the shared-CPU term (HostCpu): Weft's schedules cut every
+  // block into slices of at most kSliceBytes, one message each.
+  const double kSliceBytes = 512.0 * 1024;
+  auto slices = [&](double bytes) { return std::max(1.0, std::ceil(bytes / kSliceBytes)); };
+  // An algorithm's time: its latency terms plus the slower of its data transfer and, where ranks
+  // outnumber a machine's cores, the CPU its messages queue for (a roofline: the link and the
+  // cores work at the same time; with ranks <= cores the CPU term is 0).
+  auto add = [&](Algorithm a, double xfer, double lat, const Bottleneck& b, std::vector<std::string> why,
+                 double messages) {
+    double us = lat + xfer;
+    if (const double cpu = host_cpu_us(m.host, messages, p); cpu > 0) {
+      us = lat + std::max(xfer, cpu);
+      why.push_back(fmt::format("{} ranks share {} cores: {:.0f} messages per machine need {:.0f} us of CPU{}", m.host.ranks,
+                                m.host.cores, messages * std::min(m.host.ranks, p) / p, cpu,
+                                cpu > xfer ? ", more than the transfer: the CPU sets the time" : ", hidden by the transfer"));
+    }
     Plan plan = base;
     plan.algorithm = a;
     plan.collective = coll;
@@ -280,13 +311,14 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
   // Flat ring through every node's best intra-node ring.
   {
     Bottleneck b = ring_bottleneck(view, m, base.rings[0], false);
-    double us;
-    if (allreduce) us = 2.0 * (p - 1) / p * transfer_us(S, b.gbs) + 2.0 * (p - 1) * b.alpha;
-    else if (rooted) us = transfer_us(S, b.gbs) + (p - 1) * b.alpha;
-    else us = 1.0 * (p - 1) / p * transfer_us(S, b.gbs) + (p - 1) * b.alpha;
-    add(Algorithm::kRing, us, b,
+    double xfer, lat;
+    if (allreduce) xfer = 2.0 * (p - 1) / p * transfer_us(S, b.gbs), lat = 2.0 * (p - 1) * b.alpha;
+    else if (rooted) xfer = transfer_us(S, b.gbs), lat = (p - 1) * b.alpha;
+    else xfer = 1.0 * (p - 1) / p * transfer_us(S, b.gbs), lat = (p - 1) * b.alpha;
+    add(Algorithm::kRing, xfer, lat, b,
         {fmt::format("flat ring over {} ranks; slowest hop {:.1f} GB/s, {:.1f} us per step", p, b.gbs, b.alpha),
-         "intra-node order minimises SYS, then NODE/PHB, then PXB crossings (NVLink neighbours first)"});
+         "intra-node order minimises SYS, then NODE/PHB, then PXB crossings (NVLink neighbours first)"},
+        allreduce ? 2.0 * p * (p - 1) * slices(S / p) : rooted ? (p - 1) * slices(S) : 1.0 * p * (p - 1) * slices(S / p));
   }
   // Double binary tree across nodes, chain inside each node.
   if (allreduce || rooted) {
@@ -300,11 +332,11 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
     int depth = 0;
     for (const auto& t : base.trees) depth = std::max(depth, t.depth());
     const int steps = depth + R - 1;
-    const double us = allreduce ? 2.0 * transfer_us(S, b.gbs) + 2.0 * steps * b.alpha
-                                : transfer_us(S, b.gbs) + steps * b.alpha;
-    add(Algorithm::kDoubleBinaryTree, us, b,
+    const double xfer = (allreduce ? 2.0 : 1.0) * transfer_us(S, b.gbs), lat = (allreduce ? 2.0 : 1.0) * steps * b.alpha;
+    add(Algorithm::kDoubleBinaryTree, xfer, lat, b,
         {fmt::format("two complementary binary trees over {} nodes (depth {}), chain of {} ranks per node", N, depth, R),
-         "latency grows with log2(nodes) instead of ranks; each tree carries half the data"});
+         "latency grows with log2(nodes) instead of ranks; each tree carries half the data"},
+        allreduce ? 4.0 * (p - 1) * slices(S / 2) : (p - 1) * slices(S));
   }
   // Recursive halving-doubling: every rank exchanges with partners at distance 1, 2, 4, ...
   {
@@ -324,13 +356,13 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
     }
     if (b.gbs <= 0) b.add(m.edge(Path{PathClass::kSelf, Fabric::kNone, 0, 0}));
     const double frac = p2 > 1 ? (p2 - 1.0) / p2 : 0.0;
-    double us;
-    if (allreduce || rooted) us = 2.0 * frac * transfer_us(S, b.gbs) + 2.0 * steps * b.alpha;
-    else us = frac * transfer_us(S, b.gbs) + steps * b.alpha;
-    if (extra > 0) us += (allreduce ? 2.0 : 1.0) * (transfer_us(S, b.gbs) + b.alpha);
-    add(Algorithm::kHalvingDoubling, us, b,
+    const double k = allreduce || rooted ? 2.0 : 1.0;
+    double xfer = k * frac * transfer_us(S, b.gbs), lat = k * steps * b.alpha;
+    if (extra > 0) xfer += (allreduce ? 2.0 : 1.0) * transfer_us(S, b.gbs), lat += (allreduce ? 2.0 : 1.0) * b.alpha;
+    add(Algorithm::kHalvingDoubling, xfer, lat, b,
         {fmt::format("{} exchange steps over {} ranks{}; all ranks of a node share its NICs at once", steps, p2,
-                     extra > 0 ? fmt::format(" plus a fold-in of {} extra ranks", extra) : std::string())});
+                     extra > 0 ? fmt::format(" plus a fold-in of {} extra ranks", extra) : std::string())},
+        (allreduce ? 2.0 : 1.0) * (p2 * steps + extra));
   }
   // Hierarchical: intra reduce-scatter, inter all-reduce per rail, intra all-gather.
   if (N > 1 && R > 1) {
@@ -343,26 +375,35 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
       Bottleneck x = ring_bottleneck(view, m, rail.ranks, true);
       if (x.gbs > 0) br.add({x.alpha, x.gbs});
     }
-    const double intra = (R - 1.0) / R * transfer_us(S, bi.gbs) + (R - 1) * bi.alpha;
     const double chunk = S / R;
-    double us;
+    // Weft's hierarchical schedules overlap their phases slice by slice (hier_allreduce.cc,
+    // hier_gather_scatter.cc): the slowest phase sets the pace and each of the others adds one
+    // slice (pipeline fill and drain).
+    const double kSlice = 512.0 * 1024;
+    auto overlapped = [](const std::vector<double>& phase, const std::vector<double>& slice) {
+      const size_t slowest = static_cast<size_t>(std::max_element(phase.begin(), phase.end()) - phase.begin());
+      double t = phase[slowest];
+      for (size_t i = 0; i < phase.size(); ++i)
+        if (i != slowest) t += std::min(slice[i], phase[i]);
+      return t;
+    };
+    double xfer, lat;
     if (allreduce) {
-      // Weft's schedule overlaps the three phases slice by slice (hier_allreduce.cc): the slowest
-      // phase sets the pace and each of the others adds one slice (pipeline fill and drain).
-      const double kSlice = 512.0 * 1024;
-      const double phase[3] = {(R - 1.0) / R * transfer_us(S, bi.gbs), 2.0 * (N - 1) / N * transfer_us(chunk, br.gbs),
-                               (R - 1.0) / R * transfer_us(S, bi.gbs)};
-      const double slice[3] = {transfer_us(std::min(chunk, kSlice), bi.gbs),
-                               transfer_us(std::min(chunk / N, kSlice), br.gbs),
-                               transfer_us(std::min(chunk, kSlice), bi.gbs)};
-      const int slowest = static_cast<int>(std::max_element(phase, phase + 3) - phase);
-      us = phase[slowest] + 2.0 * (R - 1) * bi.alpha + 2.0 * (N - 1) * br.alpha;
-      for (int i = 0; i < 3; ++i)
-        if (i != slowest) us += std::min(slice[i], phase[i]);
+      xfer = overlapped({(R - 1.0) / R * transfer_us(S, bi.gbs), 2.0 * (N - 1) / N * transfer_us(chunk, br.gbs),
+                         (R - 1.0) / R * transfer_us(S, bi.gbs)},
+                        {transfer_us(std::min(chunk, kSlice), bi.gbs), transfer_us(std::min(chunk / N, kSlice), br.gbs),
+                         transfer_us(std::min(chunk, kSlice), bi.gbs)});
+      lat = 2.0 * (R - 1) * bi.alpha + 2.0 * (N - 1) * br.alpha;
     } else if (rooted) {
-      us = intra + transfer_us(chunk, br.gbs) + (N - 1) * br.alpha;
+      xfer = (R - 1.0) / R * transfer_us(S, bi.gbs) + transfer_us(chunk, br.gbs);
+      lat = (R - 1) * bi.alpha + (N - 1) * br.alpha;
     } else {
-      us = intra + (N - 1.0) / N * transfer_us(chunk, br.gbs) + (N - 1) * br.alpha;
+      // Reduce-scatter: blocks of each rail summed inside the node, then along the rail;
+      // all-gather: the other way round. One rank's block is S / p.
+      const double block = S / p;
+      xfer = overlapped({(R - 1.0) / R * transfer_us(S, bi.gbs), (N - 1.0) / N * transfer_us(chunk, br.gbs)},
+                        {transfer_us(std::min(block, kSlice), bi.gbs), transfer_us(std::min(block, kSlice), br.gbs)});
+      lat = (R - 1) * bi.alpha + (N - 1) * br.alpha;
     }
     Bottleneck b = bi;
     b.add({br.alpha, br.gbs});
@@ -373,10 +414,13 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
                                ? std::string("each rail uses its own NIC (the nearest to its devices), so all NICs work in parallel")
                                : fmt::format("the {} rails share {} NIC{} per node, each getting its share of it", base.rails.size(),
                                              nics.size(), nics.size() == 1 ? "" : "s");
-    add(Algorithm::kHierarchical, us, b,
+    add(Algorithm::kHierarchical, xfer, lat, b,
         {fmt::format("intra-node ring of {} ranks at {:.3g} GB/s, then {} rails across {} nodes at {:.3g} GB/s each on 1/{} of the data",
                      R, bi.gbs, base.rails.size(), N, br.gbs, R),
-         nic_text, "the phases overlap slice by slice: the slowest sets the time"});
+         nic_text, "the phases overlap slice by slice: the slowest sets the time"},
+        allreduce ? p * (2.0 * (R - 1) * slices(chunk) + 2.0 * (N - 1) * slices(chunk / N))
+        : rooted  ? p * ((R - 1) * slices(chunk) + (N - 1.0) * slices(chunk))
+                  : p * ((R - 1.0) * N + (N - 1)) * slices(S / p));
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const PlanCandidate& a, const PlanCandidate& b) { return a.predicted_us < b.predicted_us; });

@@ -252,7 +252,10 @@ int main(int argc, char** argv) {
   app.add_option("--check", o.check, "check results (0/1), as -c 0/1")->check(CLI::Range(0, 1));
   app.add_option("-a,--average", o.average, "combine times across ranks: 0 rank 0, 1 average, 2 min, 3 max")->check(CLI::Range(0, 3));
   app.add_option("-z,--blocking", o.blocking, "1: each call completes before the next (0: all issued, then waited)")->check(CLI::Range(0, 1));
-  app.add_option("--algo", o.algo, "force an algorithm (sets WEFT_ALGO before init)");
+  app.add_option("--algo", o.algo,
+                 "force an algorithm (sets WEFT_ALGO before init); a comma list (e.g. ring,hier,auto; auto = the "
+                 "automatic choice) runs each size with each algorithm in turn in this one job "
+                 "(weftCommSetAlgorithm), so that they are compared under the same conditions");
   app.add_option("--csv", o.csv, "write CSV to this file ('-': stdout, instead of the table)");
   app.add_option("--json", o.json, "write JSON to this file ('-': stdout, instead of the table)");
   app.add_flag("--ceiling", o.ceiling, "measure this machine's copy / a+=b bandwidth and the all-reduce bound; no Weft");
@@ -296,11 +299,17 @@ int main(int argc, char** argv) {
     if (!parse_op(name, &op)) return std::fprintf(stderr, "weft-perf: unknown op '%s'\n", name.c_str()), 2;
     ops.push_back(op);
   }
-  if (!o.algo.empty()) setenv("WEFT_ALGO", o.algo.c_str(), 1);
+  std::vector<std::string> algos = split(o.algo);
+  if (algos.size() == 1 && algos[0] != "auto") setenv("WEFT_ALGO", algos[0].c_str(), 1);
+  if (algos.size() == 1 && algos[0] == "auto") unsetenv("WEFT_ALGO");
+  const bool several = algos.size() > 1;
+  if (!several) algos = {""};
 
   WCHECK(weftCommInitFromEnv(&b.comm));
   WCHECK(weftCommRank(b.comm, &b.rank));
   WCHECK(weftCommCount(b.comm, &b.n));
+  if (several)  // every name checked before anything runs
+    for (const std::string& a : algos) WCHECK(weftCommSetAlgorithm(b.comm, a == "auto" ? "" : a.c_str()));
   if (o.root < 0 || o.root >= b.n) return std::fprintf(stderr, "weft-perf: root %d out of range\n", o.root), 2;
   size_t max_bytes = 0;
   for (auto& s : sizes) max_bytes = std::max(max_bytes, s.bytes);
@@ -313,31 +322,34 @@ int main(int argc, char** argv) {
   std::memset(b.recv_base, 0, max_bytes + 2 * kGuard);
 
   const bool table = b.rank == 0 && o.csv != "-" && o.json != "-";
-  Report rep(b.rank == 0 ? o.csv : "", b.rank == 0 ? o.json : "", table);
+  Report rep(b.rank == 0 ? o.csv : "", b.rank == 0 ? o.json : "", table, several);
   const bool progress = b.rank == 0 && isatty(2);
   size_t total_steps = 0, step = 0;
-  for (Coll c : colls) total_steps += sizes.size() * types.size() * (coll_reduces(c) ? ops.size() : 1);
+  for (Coll c : colls) total_steps += sizes.size() * algos.size() * types.size() * (coll_reduces(c) ? ops.size() : 1);
   double bw_sum = 0;
   int bw_n = 0;
   for (Coll c : colls) {
     rep.header(coll_name(c), b.n, std::string(o.blocking ? "blocking" : "non-blocking") + " calls, -a " +
-                                     std::to_string(o.average) + (o.algo.empty() ? "" : ", WEFT_ALGO=" + o.algo));
+                                     std::to_string(o.average) + (o.algo.empty() ? "" : (several ? ", algorithms " : ", WEFT_ALGO=") + o.algo));
     for (const TypeInfo* t : types)
       for (weftRedOp_t op : coll_reduces(c) ? ops : std::vector<weftRedOp_t>{weftSum})
-        for (auto& sz : sizes) {
-          if (progress) std::fprintf(stderr, "\r[%zu/%zu] %s %s %zu B   ", ++step, total_steps, coll_name(c), t->name, sz.bytes);
-          Row row;
-          row.coll = coll_name(c), row.type = t->name, row.op = coll_reduces(c) ? op_name(op) : "none";
-          row.nranks = b.n;
-          row.root = coll_rooted(c) ? o.root : -1;
-          const Shape sh = make_shape(c, sz.bytes / t->size, b.n, b.rank);
-          row.count = sh.total, row.bytes = sh.total * t->size;
-          row.oop = run_one(b, c, *t, op, sz, false);
-          if (c != Coll::kSendRecv) row.ip = run_one(b, c, *t, op, sz, true);
-          for (const Half* h : {&row.oop, &row.ip})
-            if (h->ran) bw_sum += h->busbw, ++bw_n;
-          if (b.rank == 0) rep.row(row);
-        }
+        for (auto& sz : sizes)
+          for (const std::string& algo : algos) {
+            if (several) WCHECK(weftCommSetAlgorithm(b.comm, algo == "auto" ? "" : algo.c_str()));
+            if (progress) std::fprintf(stderr, "\r[%zu/%zu] %s %s %zu B   ", ++step, total_steps, coll_name(c), t->name, sz.bytes);
+            Row row;
+            row.coll = coll_name(c), row.type = t->name, row.op = coll_reduces(c) ? op_name(op) : "none";
+            row.nranks = b.n;
+            row.root = coll_rooted(c) ? o.root : -1;
+            row.algo = algo;
+            const Shape sh = make_shape(c, sz.bytes / t->size, b.n, b.rank);
+            row.count = sh.total, row.bytes = sh.total * t->size;
+            row.oop = run_one(b, c, *t, op, sz, false);
+            if (c != Coll::kSendRecv) row.ip = run_one(b, c, *t, op, sz, true);
+            for (const Half* h : {&row.oop, &row.ip})
+              if (h->ran) bw_sum += h->busbw, ++bw_n;
+            if (b.rank == 0) rep.row(row);
+          }
   }
   if (progress) std::fprintf(stderr, "\r%60s\r", "");
   if (b.rank == 0) rep.footer(b.oob, bw_n ? bw_sum / bw_n : 0);

@@ -15,12 +15,14 @@ struct Row {
   std::string coll, type, op;
   size_t bytes = 0, count = 0;
   int root = -1, nranks = 0;
+  std::string algo;  // with several --algo values: the one this row ran ("auto": the automatic choice)
   Half oop, ip;
 };
 
 class Report {
  public:
-  Report(const std::string& csv_path, const std::string& json_path, bool table);
+  // algo_column: rows carry the algorithm they ran (weft-perf --algo with several values).
+  Report(const std::string& csv_path, const std::string& json_path, bool table, bool algo_column = false);
   ~Report();
   void header(const std::string& coll, int nranks, const std::string& how);
   void row(const Row& r);
@@ -29,7 +31,7 @@ class Report {
  private:
   FILE* csv_ = nullptr;
   FILE* json_ = nullptr;
-  bool table_, first_json_ = true;
+  bool table_, algo_col_, first_json_ = true;
 };
 
 }  // namespace wperf

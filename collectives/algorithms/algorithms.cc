@@ -27,6 +27,14 @@ const std::vector<Algorithm>& algorithm_table() {
        {K::kReduceScatter}, build_ring_reducescatter},
       {"ring", "Pipelined ring all-gather: every block travels n-1 hops around r -> r+1.",
        {K::kAllGather}, build_ring_allgather},
+      {"hier", "Hierarchical reduce-scatter: ring reduce-scatter inside each node of the blocks of each rail, "
+               "then ring reduce-scatter of the node sums across nodes along rails (all rails at once), the "
+               "phases overlapping slice by slice; the flat ring unless nodes are equal (>= 2 of >= 2 ranks).",
+       {K::kReduceScatter}, build_hier_reducescatter},
+      {"hier", "Hierarchical all-gather: ring all-gather across nodes along rails (all rails at once), then ring "
+               "all-gather inside each node of what every rail gathered, overlapping slice by slice; the flat "
+               "ring unless nodes are equal (>= 2 of >= 2 ranks).",
+       {K::kAllGather}, build_hier_allgather},
       {"chain", "Pipelined chain broadcast root -> root+1 -> ... -> root-1.", {K::kBroadcast}, build_chain_broadcast},
       {"binomial", "Binomial-tree broadcast: ceil(log2 n) rounds, slices pipelined.", {K::kBroadcast},
        build_binomial_broadcast},

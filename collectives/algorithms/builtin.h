@@ -14,6 +14,19 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
 void build_hier_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 // Per node (in node-id order) its ranks, or empty when hier falls back to the ring.
 std::vector<std::vector<int>> hier_layout(const std::vector<int>& node_of_rank, int nranks);
+// Where `rank` stands in hier_layout: node index K and local index l (nodes[K][l] == rank);
+// nodes empty when the layout does not suit.
+struct HierPosition {
+  std::vector<std::vector<int>> nodes;
+  int node = 0, local = 0;
+  int num_nodes() const { return static_cast<int>(nodes.size()); }
+  int local_size() const { return nodes.empty() ? 0 : static_cast<int>(nodes.front().size()); }
+};
+HierPosition hier_position(const std::vector<int>& node_of_rank, int nranks, int rank);
+// Hierarchical all-gather (rails, then inside each node) and reduce-scatter (inside each node,
+// then rails): hier_gather_scatter.cc. The flat ring where hier_layout does not suit.
+void build_hier_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_hier_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_ring_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_ring_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_chain_broadcast(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);

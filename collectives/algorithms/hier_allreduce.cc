@@ -170,6 +170,16 @@ std::vector<std::vector<int>> hier_layout(const std::vector<int>& node_of_rank, 
   return out;
 }
 
+HierPosition hier_position(const std::vector<int>& node_of_rank, int nranks, int rank) {
+  HierPosition h;
+  h.nodes = hier_layout(node_of_rank, nranks);
+  for (int k = 0; k < h.num_nodes(); ++k) {
+    auto it = std::find(h.nodes[k].begin(), h.nodes[k].end(), rank);
+    if (it != h.nodes[k].end()) h.node = k, h.local = static_cast<int>(it - h.nodes[k].begin());
+  }
+  return h;
+}
+
 void build_hier_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
   auto nodes = hier_layout(opt.node_of_rank, b.nranks());
   if (nodes.empty() || a.count == 0) return build_ring_allreduce(b, a, opt);

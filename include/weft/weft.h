@@ -66,6 +66,13 @@ WEFT_API weftResult_t weftCommInitFromEnv(weftComm_t* comm);
 /// Splits a communicator: ranks with the same color form a new one, ordered by key then rank.
 /// A negative color gives *newcomm == NULL. Collective over comm.
 WEFT_API weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm);
+/// Forces the algorithm of the collectives submitted on comm after this call, as WEFT_ALGO does
+/// for the whole process: "ring", "tree", "rhd", "hier", "chain", "binomial", ... (docs/ALGORITHMS.md);
+/// a collective that has no such algorithm uses its automatic choice. NULL or "" restores the
+/// automatic choice. weftInvalidArgument for an unknown name. Not collective, but every rank must
+/// set the same algorithm before the same call (as for the call's arguments). Communicators split
+/// from comm afterwards start with it.
+WEFT_API weftResult_t weftCommSetAlgorithm(weftComm_t comm, const char* algorithm);
 /// This rank's index in comm.
 WEFT_API weftResult_t weftCommRank(weftComm_t comm, int* rank);
 /// The number of ranks in comm.

@@ -118,6 +118,8 @@ class Comm {
     return Comm(n);
   }
   void abort() { detail::check(weftCommAbort(c_), c_); }
+  // weftCommSetAlgorithm: "" restores the automatic choice.
+  void set_algorithm(const std::string& algorithm) { detail::check(weftCommSetAlgorithm(c_, algorithm.c_str()), c_); }
 
   void all_reduce(const void* s, void* r, size_t n, weftDataType_t t, weftRedOp_t op) {
     detail::check(weftAllReduce(s, r, n, t, op, c_), c_);

@@ -113,10 +113,14 @@ TEST(AlgoSim, ManyInterleavingsOfPipelinedSchedules) {
   }
 }
 
-// The hierarchical all-reduce over node layouts: contiguous (nodes x ranks per node), interleaved
-// (rank r on node r % nodes), and uneven ones (which fall back to the ring).
-TEST(AlgoSim, HierOverNodeLayouts) {
-  const Algorithm* hier = find_algorithm("hier", CollectiveKind::kAllReduce);
+// The hierarchical all-reduce, reduce-scatter and all-gather over node layouts: contiguous (nodes x
+// ranks per node), interleaved (rank r on node r % nodes), and uneven ones (which fall back to the
+// ring).
+class HierSim : public ::testing::TestWithParam<CollectiveKind> {};
+
+TEST_P(HierSim, OverNodeLayouts) {
+  const CollectiveKind kind = GetParam();
+  const Algorithm* hier = find_algorithm("hier", kind);
   ASSERT_NE(hier, nullptr);
   struct Layout {
     std::vector<int> node_of_rank;
@@ -142,7 +146,8 @@ TEST(AlgoSim, HierOverNodeLayouts) {
         for (uint64_t slice : {4ull, 8ull, 256ull, 512ull * 1024}) {
           if (slice <= 8 && count > 64) continue;
           for (const TypeOp& t : tops) {
-            CollCase c{CollectiveKind::kAllReduce, t.dt, t.op, count, n, 0, in_place};
+            if (kind == CollectiveKind::kAllGather && t.op != RedOp::kSum) continue;
+            CollCase c{kind, t.dt, t.op, count, n, 0, in_place};
             AlgoOptions opt;
             opt.slice_bytes = slice;
             opt.node_of_rank = l.node_of_rank;
@@ -158,13 +163,18 @@ TEST(AlgoSim, HierOverNodeLayouts) {
   }
   // Many interleavings of heavily sliced schedules.
   for (uint64_t seed = 1; seed <= 40; ++seed) {
-    CollCase c{CollectiveKind::kAllReduce, DataType::kFloat32, RedOp::kSum, 37, 6, 0, seed % 2 == 0};
+    CollCase c{kind, DataType::kFloat32, RedOp::kSum, 37, 6, 0, seed % 2 == 0};
     AlgoOptions opt;
     opt.slice_bytes = 4;
-    opt.node_of_rank = {0, 0, 1, 1, 2, 2};
+    opt.node_of_rank = seed % 3 == 0 ? std::vector<int>{0, 1, 2, 0, 1, 2} : std::vector<int>{0, 0, 1, 1, 2, 2};
     ASSERT_EQ(run_case(*hier, c, opt, seed), "") << "seed=" << seed;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Kinds, HierSim,
+                         ::testing::Values(CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
+                                           CollectiveKind::kAllGather),
+                         [](const auto& info) { return std::string(collective_name(info.param)); });
 
 TEST(DoubleBinaryTree, TreesAreValidAndComplementary) {
   for (int n = 1; n <= 70; ++n) {

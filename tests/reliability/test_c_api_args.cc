@@ -90,6 +90,7 @@ TEST_F(CApi, NullCommunicatorEverywhere) {
       {"weftCommAbort", [&] { return weftCommAbort(nullptr); }},
       {"weftCommDestroy", [&] { return weftCommDestroy(nullptr); }},
       {"weftCommSplit", [&] { weftComm_t n; return weftCommSplit(nullptr, 0, 0, &n); }},
+      {"weftCommSetAlgorithm", [&] { return weftCommSetAlgorithm(nullptr, "ring"); }},
       {"weftAllReduce", [&] { return weftAllReduce(a.p(), b.p(), kElems, f32, weftSum, nullptr); }},
       {"weftAllReduceAsync", [&] { return weftAllReduceAsync(a.p(), b.p(), kElems, f32, weftSum, nullptr, &req); }},
       {"weftReduceScatter", [&] { return weftReduceScatter(a.p(), b.p(), 1, f32, weftSum, nullptr); }},
@@ -232,6 +233,22 @@ TEST_F(CApi, RequestWaitedTwiceAndDestroyedCommunicator) {
   // A negative color gives no communicator.
   EXPECT_EQ(weftCommSplit(comm_, -1, 0, &sub), weftSuccess);
   EXPECT_EQ(sub, nullptr);
+}
+
+TEST_F(CApi, SetAlgorithm) {
+  // Unknown names are refused with the known ones listed; known ones, "" and NULL are taken, and
+  // the collectives keep working (a one-rank world: the result is the input).
+  Guarded a, b;
+  EXPECT_EQ(weftCommSetAlgorithm(comm_, "nosuch"), kArg);
+  const std::string msg = weftGetLastErrorMessage();
+  EXPECT_NE(msg.find("unknown algorithm 'nosuch'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("hier"), std::string::npos) << msg;
+  for (const char* name : {"ring", "tree", "rhd", "hier", "chain", "binomial", "", static_cast<const char*>(nullptr)}) {
+    ASSERT_EQ(weftCommSetAlgorithm(comm_, name), weftSuccess) << (name ? name : "NULL") << ": " << weftGetLastErrorMessage();
+    std::vector<float> in(7, 2.5f), out(7, 0.f);
+    ASSERT_EQ(weftAllReduce(in.data(), out.data(), in.size(), weftFloat32, weftSum, comm_), weftSuccess);
+    EXPECT_EQ(out, in);
+  }
 }
 
 TEST_F(CApi, ZeroCountWithNullBuffersIsFine) {

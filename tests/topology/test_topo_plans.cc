@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <random>
 
 #include "runtime/error.h"
@@ -164,8 +165,9 @@ TEST(TopoPlans, RankedAndExplained) {
 }
 
 // The automatic choice (what the communicator runs when WEFT_ALGO is unset) on a slow network
-// shared by the ranks of a node: hierarchical for large all-reduces over nodes of several ranks,
-// never for the collectives Weft has no hierarchical schedule for, never with one rank per node.
+// shared by the ranks of a node: hierarchical for large all-reduces, reduce-scatters and
+// all-gathers over nodes of several ranks, never for the rooted collectives (no hierarchical
+// schedule: one NIC per node carries a chain's bytes once), never with one rank per node.
 TEST(TopoPlans, AutomaticChoiceAndPipelinedHierarchy) {
   CostModel m = CostModel::defaults();
   m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 0.118, "alpha_us": 60}})"));
@@ -173,7 +175,21 @@ TEST(TopoPlans, AutomaticChoiceAndPipelinedHierarchy) {
   EXPECT_EQ(choose_weft_algorithm(node, 2, 2, Collective::kAllReduce, 64 << 20, m), "hier");
   EXPECT_EQ(choose_weft_algorithm(node, 3, 2, Collective::kAllReduce, 64 << 20, m), "hier");
   EXPECT_NE(choose_weft_algorithm(node, 4, 1, Collective::kAllReduce, 64 << 20, m), "hier");
-  EXPECT_NE(choose_weft_algorithm(node, 2, 2, Collective::kBroadcast, 64 << 20, m), "hier");
+  // Reduce-scatter and all-gather: ring or hier only (the trees are Weft's for all-reduce only);
+  // hier where nodes have several ranks and the data is large.
+  for (Collective c : {Collective::kReduceScatter, Collective::kAllGather}) {
+    EXPECT_EQ(choose_weft_algorithm(node, 2, 2, c, 64 << 20, m), "hier") << collective_name(c);
+    EXPECT_EQ(choose_weft_algorithm(node, 3, 2, c, 64 << 20, m), "hier") << collective_name(c);
+    EXPECT_EQ(choose_weft_algorithm(node, 4, 1, c, 64 << 20, m), "ring") << collective_name(c);
+    for (size_t bytes : {size_t{0}, size_t{8}, size_t{4096}, size_t{1} << 20})
+      for (int nodes : {2, 3, 4})
+        EXPECT_TRUE(choose_weft_algorithm(node, nodes, 2, c, bytes, m) == "ring" ||
+                    choose_weft_algorithm(node, nodes, 2, c, bytes, m) == "hier");
+  }
+  // Rooted collectives: the runtime's measured crossover between binomial tree and chain.
+  EXPECT_EQ(choose_weft_algorithm(node, 2, 2, Collective::kBroadcast, 64 << 20, m), "chain");
+  EXPECT_EQ(choose_weft_algorithm(node, 2, 2, Collective::kBroadcast, 1024, m), "binomial");
+  EXPECT_EQ(choose_weft_algorithm(node, 2, 2, Collective::kReduce, 64 << 20, m), "chain");
   // The phases overlap: the prediction is the slowest phase (here the rails, which share the
   // nodes' links) plus a slice of each other phase and the latencies, not the sum of the phases.
   const NodeSummary cpu = testing::load_summary(testing::fixture("cpu-only-2socket-2nic-hwloc2.xml"));
@@ -208,6 +224,44 @@ TEST(TopoPlans, CostModelOverrides) {
   EXPECT_DOUBLE_EQ(env.net.gbs, 2.5);
   EXPECT_TRUE(env.fixed_net_gbs);
   std::remove(path.c_str());
+}
+
+// More ranks than cores on a machine (emulated nodes, oversubscribed jobs): messages cost CPU that
+// the ranks queue for. Small messages then favour the plans with fewest messages; large ones are
+// unchanged while the transfer takes longer than that CPU; with ranks <= cores nothing changes.
+TEST(TopoPlans, SharedCpuTerm) {
+  const NodeSummary cpu = testing::load_summary(testing::fixture("cpu-only-2socket-2nic-hwloc2.xml"));
+  auto view = make_uniform_cluster(cpu, 3, 2);
+  CostModel m = CostModel::defaults();
+  m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 0.119, "alpha_us": 30}, "host": {"msg_cpu_us": 50}})"));
+  EXPECT_DOUBLE_EQ(m.host.msg_cpu_us, 50);
+  auto predicted = [&](const CostModel& model, size_t bytes) {
+    std::map<Algorithm, double> t;
+    for (const auto& c : rank_plans(view, Collective::kAllReduce, bytes, model)) t[c.plan.algorithm] = c.predicted_us;
+    return t;
+  };
+  const auto alone = predicted(m, 4096);  // host.ranks unset: no CPU term
+  CostModel shared = m;
+  shared.host.ranks = 6, shared.host.cores = 2;
+  const auto small = predicted(shared, 4096);
+  // 4 KiB: the ring's 60 messages (10 per rank) on 2 cores: 60 * 50 / 2 = 1500 us of CPU, more than
+  // its transfer; the tree's and halving-doubling's 20 messages, 500 us.
+  EXPECT_NEAR(small.at(Algorithm::kRing) - alone.at(Algorithm::kRing),
+              1500 - 2.0 * 5 / 6 * 4096 / (0.119 * 1e3), 1e-6);
+  EXPECT_LT(small.at(Algorithm::kDoubleBinaryTree), small.at(Algorithm::kHierarchical));
+  EXPECT_LT(small.at(Algorithm::kHalvingDoubling), small.at(Algorithm::kRing));
+  EXPECT_LT(alone.at(Algorithm::kHierarchical), alone.at(Algorithm::kDoubleBinaryTree));  // the choice changed
+  EXPECT_NE(rank_plans(view, Collective::kAllReduce, 4096, shared).front().plan.explain().find("ranks share 2 cores"),
+            std::string::npos);
+  // 64 MiB: the transfer hides the CPU.
+  const auto big_alone = predicted(m, 64 << 20), big_shared = predicted(shared, 64 << 20);
+  EXPECT_DOUBLE_EQ(big_shared.at(Algorithm::kHierarchical), big_alone.at(Algorithm::kHierarchical));
+  EXPECT_DOUBLE_EQ(big_shared.at(Algorithm::kRing), big_alone.at(Algorithm::kRing));
+  // As many ranks as cores: no term.
+  shared.host.cores = 6;
+  EXPECT_EQ(predicted(shared, 4096), alone);
+  EXPECT_THROW(m.apply_json(nlohmann::json::parse(R"({"host": {"msg_cpu_us": -1}})")), Error);
+  EXPECT_THROW(m.apply_json(nlohmann::json::parse(R"({"host": 3})")), Error);
 }
 
 TEST(TopoPlans, CpuOnlyCluster) {

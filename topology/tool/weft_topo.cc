@@ -54,6 +54,12 @@ int main(int argc, char** argv) {
   plan->add_option("--cost-model", cost_file, "cost model JSON overrides (default: WEFT_COST_MODEL)");
   plan->add_option("--input,-i", input, "hwloc or NCCL topology XML file");
   plan->add_flag("--json", json, "machine-readable output");
+  int host_ranks = -1, host_cores = -1;
+  plan->add_option("--host-ranks", host_ranks,
+                   "ranks that share one machine's cores (default: the cost model's, else none); with more ranks than "
+                   "--host-cores every message adds the model's host.msg_cpu_us / cores")
+      ->check(CLI::Range(0, 1 << 20));
+  plan->add_option("--host-cores", host_cores, "cores those ranks share")->check(CLI::Range(0, 1 << 20));
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -68,6 +74,8 @@ int main(int argc, char** argv) {
     const size_t bytes = parse_size(size);
     if (rpn == 0) rpn = std::max(1, s.num_gpus());
     auto model = cost_file.empty() ? weft::topo::CostModel::from_env() : weft::topo::CostModel::load(cost_file);
+    if (host_ranks >= 0) model.host.ranks = host_ranks;
+    if (host_cores >= 0) model.host.cores = host_cores;
     auto view = weft::topo::make_uniform_cluster(s, nodes, rpn);
     auto plans = weft::topo::rank_plans(view, *coll, bytes, model);
     if (json) {
