@@ -1,5 +1,6 @@
-// Pipelined chain reduce: with v = (rank - root) mod n, slice j travels v = n-1 -> n-2 -> ... -> 0
-// (the root), every rank combining its own contribution as incoming OP own. Non-roots keep the
+// Pipelined chain reduce: with v = this rank's position in chain_order (the root, the rest of its
+// node, then each other node in turn; without node ids v = (rank - root) mod n), slice j travels
+// v = n-1 -> n-2 -> ... -> 0 (the root), every rank combining its own contribution as incoming OP own. Non-roots keep the
 // partial results in round-robin scratch slots (their receive buffer is not theirs to write);
 // the root combines straight into its receive buffer and finishes an average there.
 //
@@ -14,12 +15,13 @@ void build_chain_reduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoO
   const int n = b.nranks(), r = b.rank();
   const uint64_t es = dtype_size(a.dtype);
   if (a.count == 0) return;
-  const int v = mod(r - a.root, n);
+  const std::vector<int> chain = chain_order(opt, n, a.root);  // out of each node once
+  const int v = position_of(chain, r);
   if (n == 1) {
     if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * es);
     return;
   }
-  const int down = mod(r - 1, n), up = mod(r + 1, n);  // toward the root, away from it
+  const int down = chain[mod(v - 1, n)], up = chain[mod(v + 1, n)];  // toward the root, away from it
   const SlicedRange all(0, a.count, es, slices_for(a.count, es, opt.slice_bytes));
   SlotRing slots(0, all.max_bytes(), 4);
   if (v != n - 1) b.need_scratch(slots.end());

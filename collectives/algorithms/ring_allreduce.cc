@@ -22,8 +22,10 @@ uint64_t build_ring_part(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
                          uint64_t count, bool reverse, uint64_t scratch_base) {
   const int n = b.nranks();
   const uint64_t es = dtype_size(a.dtype);
-  auto pos_to_rank = [&](int p) { return reverse ? mod(-p, n) : mod(p, n); };
-  const int r = reverse ? mod(-b.rank(), n) : b.rank();  // this rank's ring position
+  const std::vector<int> order = node_order(opt, n);  // ring position -> rank, nodes contiguous
+  auto pos_to_rank = [&](int p) { return order[reverse ? mod(-p, n) : mod(p, n)]; };
+  const int me = position_of(order, b.rank());
+  const int r = reverse ? mod(-me, n) : me;  // this rank's ring position
   const int next = pos_to_rank(r + 1), prev = pos_to_rank(r - 1);
   // Chunk c covers elements [chunk_el(c), chunk_el(c+1)) of the part; every chunk has the same
   // slice count.

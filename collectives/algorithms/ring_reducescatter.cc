@@ -1,5 +1,5 @@
-// Pipelined ring reduce-scatter: block c (the count elements rank c receives) starts at rank c+1
-// and travels c+1 -> c+2 -> ... -> c, every rank combining its own contribution on the way; the
+// Pipelined ring reduce-scatter: block c (the count elements rank c receives) starts at the ring
+// position after c's and travels around to c (positions: node_order, nodes one after the other), every rank combining its own contribution on the way; the
 // blocks travel concurrently (at step s rank r forwards block r-1-s). Blocks are cut into slices
 // that pipeline. Partial results live in two scratch banks (2 * count elements), so neither the send buffer nor
 // (until the last step) the receive buffer is written: in place (recvbuff = sendbuff + r*count)
@@ -13,14 +13,17 @@
 namespace weft {
 
 void build_ring_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
-  const int n = b.nranks(), r = b.rank();
+  const int n = b.nranks();
   const uint64_t es = dtype_size(a.dtype), block = a.count * es;
   if (a.count == 0) return;
   if (n == 1) {
     b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, block);
     return;
   }
-  const int next = mod(r + 1, n), prev = mod(r - 1, n);
+  // Ring positions visit the nodes one after the other (node_order); block offsets stay by rank.
+  const std::vector<int> order = node_order(opt, n);
+  const int r = position_of(order, b.rank());
+  const int next = order[mod(r + 1, n)], prev = order[mod(r - 1, n)];
   const SlicedRange blk(0, a.count, es, slices_for(a.count, es, opt.slice_bytes));
   // Partial results alternate between two scratch banks: step s receives into bank s%2 and
   // forwards from it at step s+1, while step s+1 receives into the other bank. A receive into a
@@ -30,7 +33,7 @@ void build_ring_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const
   bank_reader[0].assign(blk.slices, kNoStep);
   bank_reader[1].assign(blk.slices, kNoStep);
   for (int s = 0; s < n - 1; ++s) {
-    const uint64_t out_base = mod(r - 1 - s, n) * block, in_base = mod(r - 2 - s, n) * block;
+    const uint64_t out_base = order[mod(r - 1 - s, n)] * block, in_base = order[mod(r - 2 - s, n)] * block;
     const uint64_t in_bank = (s % 2) * block, out_bank = ((s + 1) % 2) * block;
     for (uint64_t j = 0; j < blk.slices; ++j) {
       const uint64_t off = blk.off(j), bytes = blk.bytes(j);

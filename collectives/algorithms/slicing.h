@@ -51,4 +51,35 @@ class SlotRing {
 
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
 
+// The order in which rings and chains visit the ranks: by node (opt.node_of_rank), then by rank,
+// so that a ring crosses between nodes once per node however the launcher numbered the ranks
+// (round-robin placement, mpirun --map-by node, would otherwise cross at every hop). The identity
+// when the node of every rank is not known. order[position] = rank; position_of(order, rank).
+inline std::vector<int> node_order(const AlgoOptions& opt, int n) {
+  std::vector<int> order(n);
+  for (int r = 0; r < n; ++r) order[r] = r;
+  if (static_cast<int>(opt.node_of_rank.size()) == n)
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int x, int y) { return opt.node_of_rank[x] < opt.node_of_rank[y]; });
+  return order;
+}
+inline int position_of(const std::vector<int>& order, int rank) {
+  return static_cast<int>(std::find(order.begin(), order.end(), rank) - order.begin());
+}
+// A chain from `root`: the root, the other ranks of its node, then the other nodes one after the
+// other (node_order from the root on), so that the chain crosses into each node once. Without
+// node ids: root, root+1, ..., root-1.
+inline std::vector<int> chain_order(const AlgoOptions& opt, int n, int root) {
+  const std::vector<int> order = node_order(opt, n);
+  auto node = [&](int r) { return static_cast<int>(opt.node_of_rank.size()) == n ? opt.node_of_rank[r] : 0; };
+  const int q = position_of(order, root);
+  std::vector<int> out;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < n; ++i) {
+      const int r = order[mod(q + i, n)];
+      if ((node(r) == node(root)) == (pass == 0)) out.push_back(r);
+    }
+  return out;
+}
+
 }  // namespace weft

@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "collectives/algorithms/builtin.h"
 #include "collectives/algorithms/tree.h"
 #include "collectives/collective.h"
@@ -168,6 +170,44 @@ TEST_P(HierSim, OverNodeLayouts) {
     opt.slice_bytes = 4;
     opt.node_of_rank = seed % 3 == 0 ? std::vector<int>{0, 1, 2, 0, 1, 2} : std::vector<int>{0, 0, 1, 1, 2, 2};
     ASSERT_EQ(run_case(*hier, c, opt, seed), "") << "seed=" << seed;
+  }
+}
+
+// Rings and chains visit the nodes one after the other whatever the rank numbering: with ranks
+// placed round-robin over nodes (rank r on node r % N) the flat ring all-reduce, reduce-scatter and
+// all-gather still cross between nodes on N edges only, and the chain broadcast and reduce enter
+// each node once; results stay right for every root.
+TEST(AlgoSim, RingsAndChainsFollowTheNodes) {
+  struct Case {
+    CollectiveKind kind;
+    const char* id;
+  };
+  for (Case k : {Case{CollectiveKind::kAllReduce, "ring"}, Case{CollectiveKind::kReduceScatter, "ring"},
+                 Case{CollectiveKind::kAllGather, "ring"}, Case{CollectiveKind::kBroadcast, "chain"},
+                 Case{CollectiveKind::kReduce, "chain"}}) {
+    const Algorithm* algo = find_algorithm(k.id, k.kind);
+    ASSERT_NE(algo, nullptr);
+    for (auto [nodes, per] : std::vector<std::pair<int, int>>{{2, 2}, {3, 2}, {2, 3}, {4, 3}}) {
+      const int n = nodes * per;
+      AlgoOptions opt;
+      opt.slice_bytes = 8;
+      for (int r = 0; r < n; ++r) opt.node_of_rank.push_back(r % nodes);
+      for (int root : {0, 1, n - 1}) {
+        for (bool in_place : {false, true}) {
+          CollCase c{k.kind, DataType::kInt32, RedOp::kSum, 13, n, root, in_place};
+          ASSERT_EQ(run_case(*algo, c, opt, 7 + root), "") << k.id << ": " << c.label();
+        }
+        // Distinct (sender, receiver) pairs on different nodes over every rank's schedule.
+        std::set<std::pair<int, int>> crossing;
+        CollectiveArgs a{k.kind, 13, DataType::kInt32, RedOp::kSum, root, false};
+        for (int r = 0; r < n; ++r)
+          for (const Step& st : build_schedule(*algo, a, r, n, opt).steps)
+            if (st.kind == StepKind::kSend && opt.node_of_rank[st.peer] != opt.node_of_rank[r]) crossing.insert({r, st.peer});
+        const bool rooted = k.kind == CollectiveKind::kBroadcast || k.kind == CollectiveKind::kReduce;
+        EXPECT_EQ(crossing.size(), static_cast<size_t>(rooted ? nodes - 1 : nodes))
+            << k.id << " " << collective_name(k.kind) << " " << nodes << "x" << per << " root " << root;
+      }
+    }
   }
 }
 
