@@ -484,12 +484,34 @@ void Communicator::execute(const std::shared_ptr<Work>& w) {
   } catch (const Error& e) {
     // An argument error leaves nothing in flight; anything else may have, so the communicator is
     // broken and the other ranks are told (unless this error came from them).
-    if (e.code() != ErrorCode::kInvalidArgument) {
-      bool from_remote = e.code() == ErrorCode::kRemoteError && std::string_view(e.what()).find("failed:") != std::string_view::npos;
-      mark_broken(e.what(), !from_remote && !abort_.load());
+    std::string why = e.what();
+    ErrorCode code = e.code();
+    if (code != ErrorCode::kInvalidArgument) {
+      // Another rank's failure published first is the cause, also of a transport error seen here
+      // just after it (that rank, or one that saw it, tore down its endpoints): report it, as
+      // every other rank does, and do not publish this one. A timeout or a mismatch found here is
+      // this rank's own finding and stays as it is.
+      bool told = false;
+      if (!abort_.load() && code != ErrorCode::kTimeout && code != ErrorCode::kInvalidUsage) {
+        try {
+          if (store_->check("abort")) {
+            const std::string first = to_string(store_->get("abort", std::chrono::milliseconds(1000)));
+            told = true;
+            code = ErrorCode::kRemoteError;
+            if (why.find(first) == std::string::npos) {
+              const std::string call = describe_call(a, w->seq_);
+              std::string here = why.rfind(call + ": ", 0) == 0 ? why.substr(call.size() + 2) : why;
+              why = fmt::format("{}: {} (then here: {})", call, first, here);
+            }
+          }
+        } catch (const std::exception& se) {
+          WEFT_LOG_DEBUG("could not read the other ranks' failure: {}", se.what());
+        }
+      }
+      mark_broken(why, !told && !abort_.load());
     }
-    set_last_error(e.what());
-    w->finish(e.code(), e.what());
+    set_last_error(why);
+    w->finish(code, why);
   } catch (const std::exception& e) {
     mark_broken(e.what(), true);
     set_last_error(e.what());
