@@ -9,7 +9,9 @@
 #include <cstring>
 #include <type_traits>
 #include <map>
+#include <optional>
 #include <set>
+#include <string>
 
 #include "runtime/error.h"
 #include "topology/discovery.h"
@@ -360,9 +362,45 @@ NodeTopology discover_live() {
   return topo;
 }
 
+namespace {
+
+// hwloc hands the buffer to libxml2 or its own parser, both stricter than pugixml about the XML
+// declaration; hwloc 2.9 then crashes on some files they refuse (fuzzing found
+// `<?xml encoding="U"?>`: no version, unknown encoding). Require a well-formed declaration, if any.
+void check_xml_declaration(std::string_view xml, const std::string& source) {
+  size_t i = 0;
+  if (xml.substr(0, 3) == "\xEF\xBB\xBF") i = 3;  // UTF-8 byte order mark
+  while (i < xml.size() && (xml[i] == ' ' || xml[i] == '\t' || xml[i] == '\r' || xml[i] == '\n')) ++i;
+  if (xml.substr(i, 5) != "<?xml") return;
+  const size_t end = xml.find("?>", i);
+  const std::string_view decl = xml.substr(i + 5, end == std::string_view::npos ? 0 : end - i - 5);
+  auto value = [&](std::string_view key) -> std::optional<std::string> {
+    const size_t k = decl.find(key);
+    if (k == std::string_view::npos) return std::nullopt;
+    size_t q = k + key.size();
+    while (q < decl.size() && (decl[q] == ' ' || decl[q] == '=')) ++q;
+    if (q >= decl.size() || (decl[q] != '"' && decl[q] != '\'')) return std::string();
+    const size_t close = decl.find(decl[q], q + 1);
+    if (close == std::string_view::npos) return std::string();
+    std::string v(decl.substr(q + 1, close - q - 1));
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return v;
+  };
+  const auto version = value("version"), encoding = value("encoding");
+  const bool ok = end != std::string_view::npos && version && version->rfind("1.", 0) == 0 &&
+                  (!encoding || *encoding == "utf-8" || *encoding == "us-ascii" || *encoding == "iso-8859-1");
+  if (!ok)
+    fail(ErrorCode::kInvalidArgument,
+         "{}: malformed XML declaration (it needs version=\"1.x\" and, if any, encoding UTF-8, US-ASCII or ISO-8859-1)",
+         source);
+}
+
+}  // namespace
+
 NodeTopology read_hwloc_xml(std::string_view xml, const std::string& source) {
   pugi::xml_document doc;
   detail::parse_xml_checked(doc, xml, source);
+  check_xml_declaration(xml, source);
   pugi::xml_node root = doc.document_element();
   if (std::string_view(root.name()) != "topology")
     fail(ErrorCode::kInvalidArgument, "{}: not hwloc XML (root element <{}>)", source, std::string_view(root.name()).substr(0, 64));
@@ -384,11 +422,26 @@ NodeTopology read_hwloc_xml(std::string_view xml, const std::string& source) {
     stack.pop_back();
     std::string_view type = o.attribute("type").value();
     const bool io = type == "Bridge" || type == "PCIDev" || type == "OSDev" || type == "Misc";
-    if (!io || o == machine)
+    if (!io || o == machine) {
       for (const char* attr : {"cpuset", "complete_cpuset", "nodeset", "complete_nodeset"})
         if (!o.attribute(attr))
           fail(ErrorCode::kInvalidArgument, "{}: hwloc XML object of type '{}' at offset {} lacks the '{}' attribute",
                source, type.substr(0, 32), static_cast<long long>(o.offset_debug()), attr);
+      // ... and trusts that each set is part of its complete set (fuzzing found crashes on an
+      // empty or unparsable complete_cpuset).
+      for (auto [part, whole] : {std::pair{"cpuset", "complete_cpuset"}, std::pair{"nodeset", "complete_nodeset"}}) {
+        hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
+        const bool parsed = a && b && hwloc_bitmap_sscanf(a, o.attribute(part).value()) == 0 &&
+                            hwloc_bitmap_sscanf(b, o.attribute(whole).value()) == 0;
+        const bool included = parsed && hwloc_bitmap_isincluded(a, b);
+        hwloc_bitmap_free(a);
+        hwloc_bitmap_free(b);
+        if (!included)
+          fail(ErrorCode::kInvalidArgument,
+               "{}: hwloc XML object of type '{}' at offset {}: '{}' is not a bitmap inside '{}'", source,
+               type.substr(0, 32), static_cast<long long>(o.offset_debug()), part, whole);
+      }
+    }
     for (pugi::xml_node c : o.children("object")) stack.push_back(c);
   }
   HwlocHandle h;
