@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 #include <set>
 
 #include "runtime/error.h"
@@ -45,88 +46,6 @@ const char* weft_algorithm_id(Algorithm a) {
     case Algorithm::kHierarchical: return "hier";
   }
   return "ring";
-}
-
-int Tree::depth() const {
-  int best = 0;
-  for (size_t v = 0; v < parent.size(); ++v) {
-    int d = 0;
-    for (int u = static_cast<int>(v); parent[u] >= 0 && d <= static_cast<int>(parent.size()); u = parent[u]) ++d;
-    best = std::max(best, d);
-  }
-  return best;
-}
-
-void binary_tree_links(int n, int v, int* parent, int* child0, int* child1) {
-  int bit = 1;
-  while (bit < n && !(bit & v)) bit <<= 1;
-  if (v == 0) {
-    *parent = -1;
-    *child0 = -1;
-    *child1 = n > 1 ? bit >> 1 : -1;
-    return;
-  }
-  int up = (v ^ bit) | (bit << 1);
-  if (up >= n) up = v ^ bit;
-  *parent = up;
-  int low = bit >> 1;
-  *child0 = low == 0 ? -1 : v - low;
-  int c1 = low == 0 ? -1 : v + low;
-  while (c1 >= n) {
-    low >>= 1;
-    c1 = low == 0 ? -1 : v + low;
-  }
-  *child1 = c1;
-}
-
-namespace {
-
-Tree tree_from_parents(std::vector<int> parent) {
-  Tree t;
-  const int n = static_cast<int>(parent.size());
-  t.children.assign(n, {});
-  for (int v = 0; v < n; ++v) {
-    if (parent[v] < 0) t.root = v;
-    else t.children[parent[v]].push_back(v);
-  }
-  for (auto& c : t.children) std::sort(c.begin(), c.end());
-  t.parent = std::move(parent);
-  return t;
-}
-
-// Full binary tree over [lo, hi] (even ends) whose in-order sequence is lo..hi: odd vertices are
-// interior, even ones leaves. Returns the subtree root.
-int full_inorder(int lo, int hi, std::vector<int>& parent) {
-  if (lo == hi) return lo;
-  int mid = (lo + hi) / 2;
-  if (mid % 2 == 0) mid += 1;
-  if (mid >= hi) mid -= 2;
-  const int l = full_inorder(lo, mid - 1, parent);
-  const int r = full_inorder(mid + 1, hi, parent);
-  parent[l] = mid;
-  parent[r] = mid;
-  return mid;
-}
-
-}  // namespace
-
-std::vector<Tree> double_binary_trees(int n) {
-  require(n >= 1, "double_binary_trees: {} vertices", n);
-  std::vector<int> p0(n), p1(n, -1);
-  for (int v = 0; v < n; ++v) {
-    int c0, c1;
-    binary_tree_links(n, v, &p0[v], &c0, &c1);
-  }
-  if (n % 2 == 0) {
-    for (int v = 0; v < n; ++v) {
-      int u, c0, c1;
-      binary_tree_links(n, n - 1 - v, &u, &c0, &c1);
-      p1[v] = u < 0 ? -1 : n - 1 - u;
-    }
-  } else {
-    full_inorder(0, n - 1, p1);
-  }
-  return {tree_from_parents(std::move(p0)), tree_from_parents(std::move(p1))};
 }
 
 namespace {
@@ -181,6 +100,100 @@ Bottleneck ring_bottleneck(const ClusterView& v, const CostModel& m, const std::
   return b;
 }
 
+// Bytes moving at the same time from one rank to another (one stage of a schedule).
+struct Flow {
+  int from = 0, to = 0;
+  double bytes = 0;
+};
+
+// The time of a stage whose flows all run at once: each node's NIC carries the sum of its ranks'
+// flows to other nodes (each direction on its own), each rank sends its flows inside the node one
+// after the other; the slowest of these sets the time. `b` collects the links used.
+struct StageCost {
+  double us = 0;            // transfer time of the busiest NIC or rank
+  double nic_bytes = 0;     // bytes through the busiest NIC (one direction)
+  Bottleneck b;
+};
+
+StageCost stage_cost(const ClusterView& v, const CostModel& m, const std::vector<Flow>& flows) {
+  struct Nic {
+    double out = 0, in = 0;
+    LinkCost cost;
+  };
+  std::map<std::pair<int, std::string>, Nic> nics;
+  std::vector<double> intra_us(v.size(), 0.0);
+  StageCost c;
+  for (const Flow& f : flows) {
+    if (f.bytes <= 0 || f.from == f.to) continue;
+    if (v.node_of_rank[f.from] == v.node_of_rank[f.to]) {
+      const LinkCost e = rank_edge(v, m, f.from, f.to, false);
+      intra_us[f.from] += transfer_us(f.bytes, e.gbs);
+      c.b.add(e);
+      continue;
+    }
+    for (int side = 0; side < 2; ++side) {
+      const int r = side == 0 ? f.from : f.to;
+      Nic& n = nics[{v.node_of_rank[r], v.bindings[r].nic}];
+      n.cost = net_edge(v, m, r, false);
+      (side == 0 ? n.out : n.in) += f.bytes;
+      c.b.add(n.cost);
+    }
+  }
+  for (double us : intra_us) c.us = std::max(c.us, us);
+  for (const auto& [key, n] : nics) {
+    c.us = std::max(c.us, transfer_us(std::max(n.out, n.in), n.cost.gbs));
+    c.nic_bytes = std::max(c.nic_bytes, std::max(n.out, n.in));
+  }
+  return c;
+}
+
+// The ranks node by node, each node's in ascending order: the order in which Weft's tree and
+// halving-doubling schedules place the ranks (collectives/algorithms/slicing.h, node_order).
+std::vector<int> node_ordered_ranks(const ClusterView& v) {
+  std::vector<int> order;
+  for (const auto& ranks : v.ranks_of_node) order.insert(order.end(), ranks.begin(), ranks.end());
+  return order;
+}
+
+// The double binary tree over the ranks in node order (as tree_allreduce.cc builds it), with
+// ranks as vertices.
+std::vector<Tree> rank_trees(const ClusterView& v) {
+  const std::vector<int> order = node_ordered_ranks(v);
+  std::vector<Tree> out;
+  for (const Tree& t : double_binary_trees(static_cast<int>(order.size()))) out.push_back(relabel(t, order));
+  return out;
+}
+
+// The stages of recursive halving-doubling (rhd_allreduce.cc) on S bytes: the fold of the ranks
+// beyond the largest power of two, halving at distances 1, 2, 4, ... (each pair swaps half of
+// its current range), doubling at the same distances in reverse, the unfold. A reduce-scatter
+// runs the halving half only, an all-gather the doubling half.
+std::vector<std::vector<Flow>> rhd_stages(const ClusterView& v, double S, bool halving, bool doubling) {
+  const std::vector<int> order = node_ordered_ranks(v);
+  const int n = static_cast<int>(order.size());
+  int p = 1;
+  while (p * 2 <= n) p *= 2;
+  const int rem = n - p;
+  auto real = [&](int q) { return order[q < rem ? 2 * q + 1 : q + rem]; };
+  std::vector<std::vector<Flow>> stages;
+  std::vector<Flow> fold, unfold;
+  for (int i = 0; i < rem; ++i) {
+    fold.push_back({order[2 * i], order[2 * i + 1], S});
+    unfold.push_back({order[2 * i + 1], order[2 * i], S});
+  }
+  if (halving && !fold.empty()) stages.push_back(fold);
+  std::vector<std::vector<Flow>> halves;
+  for (int m = 1, width = p; m < p; m *= 2, width /= 2) {
+    std::vector<Flow> st;
+    for (int q = 0; q < p; ++q) st.push_back({real(q), real(q ^ m), S * (width / 2) / p});
+    halves.push_back(std::move(st));
+  }
+  if (halving) stages.insert(stages.end(), halves.begin(), halves.end());
+  if (doubling) stages.insert(stages.end(), halves.rbegin(), halves.rend());
+  if (doubling && !unfold.empty()) stages.push_back(unfold);
+  return stages;
+}
+
 std::string ranks_text(const std::vector<int>& r) {
   std::string s;
   for (int x : r) s += (s.empty() ? "" : " ") + std::to_string(x);
@@ -227,7 +240,7 @@ Plan base_plan(const ClusterView& view) {
   p.rings.push_back(flat);
   for (const auto& g : intra.groups) p.rings.push_back(g);
   p.rails = build_rails(view);
-  p.trees = double_binary_trees(view.num_nodes());
+  p.trees = rank_trees(view);
   Level inter{"inter-node", {}};
   for (const auto& r : p.rails) inter.groups.push_back(r.ranks);
   p.levels = {intra, inter};
@@ -284,49 +297,74 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
          "intra-node order minimises SYS, then NODE/PHB, then PXB crossings (NVLink neighbours first)"},
         allreduce ? 2.0 * p * (p - 1) * slices(S / p) : rooted ? (p - 1) * slices(S) : 1.0 * p * (p - 1) * slices(S / p));
   }
-  // Double binary tree across nodes, chain inside each node.
+  // Double binary tree over the ranks in node order (tree_allreduce.cc): half the buffer up and
+  // down each tree, every slice pipelined, so each link carries its edges' bytes at once and the
+  // busiest NIC sets the pace once the pipeline is full.
   if (allreduce || rooted) {
-    Bottleneck b;
-    for (int n = 0; n < N; ++n) {
-      const auto& ring = base.levels[0].groups[n];
-      for (size_t i = 0; i + 1 < ring.size(); ++i) b.add(rank_edge(view, m, ring[i], ring[i + 1], false));
-      if (N > 1) b.add(net_edge(view, m, view.ranks_of_node[n][0], false));
-    }
-    if (b.gbs <= 0) b.add(m.edge(Path{PathClass::kSelf, Fabric::kNone, 0, 0}));
+    const double half = S / 2;
+    std::vector<Flow> flows;
     int depth = 0;
-    for (const auto& t : base.trees) depth = std::max(depth, t.depth());
-    const int steps = depth + R - 1;
-    const double xfer = (allreduce ? 2.0 : 1.0) * transfer_us(S, b.gbs), lat = (allreduce ? 2.0 : 1.0) * steps * b.alpha;
-    add(Algorithm::kDoubleBinaryTree, xfer, lat, b,
-        {fmt::format("two complementary binary trees over {} nodes (depth {}), chain of {} ranks per node", N, depth, R),
-         "latency grows with log2(nodes) instead of ranks; each tree carries half the data"},
-        allreduce ? 4.0 * (p - 1) * slices(S / 2) : (p - 1) * slices(S));
-  }
-  // Recursive halving-doubling: every rank exchanges with partners at distance 1, 2, 4, ...
-  {
-    int p2 = 1, steps = 0;
-    while (p2 * 2 <= p) {
-      p2 *= 2;
-      ++steps;
+    for (const Tree& t : base.trees) {
+      depth = std::max(depth, t.depth());
+      for (int r = 0; r < p; ++r) {
+        if (t.parent[r] < 0) continue;
+        if (allreduce || coll == Collective::kReduce) flows.push_back({r, t.parent[r], half});
+        if (allreduce || coll == Collective::kBroadcast) flows.push_back({t.parent[r], r, half});
+      }
     }
-    const int extra = p - p2;
+    StageCost c = stage_cost(view, m, flows);
+    if (c.b.gbs <= 0) c.b.add(m.edge(Path{PathClass::kSelf, Fabric::kNone, 0, 0}));
+    // A pipeline of k slices per half: k - 1 slices at the busiest NIC's pace, plus one slice's
+    // trip along the slowest root-to-leaf path (up, then down again for the all-reduce). With one
+    // slice (up to 1 MiB) that trip is the whole time: each hop waits for the previous one.
+    const double k = slices(half), slice = half / k;
+    double path = 0;
+    for (const Tree& t : base.trees)
+      for (int r = 0; r < p; ++r) {
+        double us = 0;
+        for (int u = r; t.parent[u] >= 0; u = t.parent[u]) us += transfer_us(slice, rank_edge(view, m, u, t.parent[u], false).gbs);
+        path = std::max(path, us);
+      }
+    const int trips = allreduce ? 2 : 1;
+    const double xfer = std::max(c.us, (k - 1) / k * c.us + trips * path), lat = trips * depth * c.b.alpha;
+    int crossing = 0;
+    for (const Flow& f : flows) crossing += view.node_of_rank[f.from] != view.node_of_rank[f.to];
+    add(Algorithm::kDoubleBinaryTree, xfer, lat, c.b,
+        {fmt::format("two complementary binary trees over {} ranks in node order (depth {}), half the data each", p, depth),
+         fmt::format("{} of their {} edge directions cross between nodes; the busiest NIC carries {:.2f}x the buffer each way",
+                     crossing, flows.size(), S > 0 ? c.nic_bytes / S : 0.0),
+         xfer > c.us * 1.0001
+             ? fmt::format("{:.0f} slice{} per half: a slice's trip {} the deepest path ({:.0f} us) sets the time, not the NIC",
+                           k, k == 1 ? "" : "s", allreduce ? "up and down" : "along", trips * path)
+             : std::string("latency grows with log2(ranks) instead of ranks")},
+        allreduce ? 4.0 * (p - 1) * slices(half) : 2.0 * (p - 1) * slices(half));
+  }
+  // Recursive halving-doubling over the ranks in node order (rhd_allreduce.cc): stages one after
+  // the other, each as slow as its busiest NIC or rank.
+  {
+    const auto stages = rhd_stages(view, S, coll != Collective::kAllGather, coll != Collective::kReduceScatter);
+    double xfer = 0, lat = 0, busiest = 0;
     Bottleneck b;
-    for (int n = 0; n < N; ++n) {
-      const auto& ranks = view.ranks_of_node[n];
-      for (size_t i = 0; i < ranks.size(); ++i)
-        for (size_t j = i + 1; j < ranks.size(); ++j) b.add(rank_edge(view, m, ranks[i], ranks[j], false));
-      if (N > 1)
-        for (int r : ranks) b.add(net_edge(view, m, r, true));
+    for (const auto& st : stages) {
+      StageCost c = stage_cost(view, m, st);
+      xfer += c.us;
+      lat += c.b.alpha;
+      busiest += c.nic_bytes;
+      if (c.b.gbs > 0) b.add({c.b.alpha, c.b.gbs});
     }
     if (b.gbs <= 0) b.add(m.edge(Path{PathClass::kSelf, Fabric::kNone, 0, 0}));
-    const double frac = p2 > 1 ? (p2 - 1.0) / p2 : 0.0;
-    const double k = allreduce || rooted ? 2.0 : 1.0;
-    double xfer = k * frac * transfer_us(S, b.gbs), lat = k * steps * b.alpha;
-    if (extra > 0) xfer += (allreduce ? 2.0 : 1.0) * transfer_us(S, b.gbs), lat += (allreduce ? 2.0 : 1.0) * b.alpha;
+    int p2 = 1;
+    while (p2 * 2 <= p) p2 *= 2;
+    const int extra = p - p2;
     add(Algorithm::kHalvingDoubling, xfer, lat, b,
-        {fmt::format("{} exchange steps over {} ranks{}; all ranks of a node share its NICs at once", steps, p2,
-                     extra > 0 ? fmt::format(" plus a fold-in of {} extra ranks", extra) : std::string())},
-        (allreduce ? 2.0 : 1.0) * (p2 * steps + extra));
+        {fmt::format("{} stages over {} ranks in node order{}; distances 1, 2, 4, ...: the largest halves stay inside nodes",
+                     stages.size(), p2, extra > 0 ? fmt::format(" plus a fold-in of {} extra ranks", extra) : std::string()),
+         fmt::format("the busiest NIC of each stage carries {:.2f}x the buffer in all", S > 0 ? busiest / S : 0.0)},
+        [&] {
+          double msgs = 0;
+          for (const auto& st : stages) msgs += static_cast<double>(st.size());
+          return msgs;
+        }());
   }
   // Hierarchical: intra reduce-scatter, inter all-reduce per rail, intra all-gather.
   if (N > 1 && R > 1) {
@@ -407,8 +445,8 @@ std::string Plan::explain() const {
     std::string edges;
     for (size_t v = 0; v < trees[t].parent.size(); ++v)
       if (trees[t].parent[v] >= 0) edges += fmt::format(" {}->{}", v, trees[t].parent[v]);
-    s += fmt::format("  tree {} (root node {}, depth {}):{}\n", t, trees[t].root, trees[t].depth(),
-                     edges.empty() ? " (single node)" : edges);
+    s += fmt::format("  tree {} (root rank {}, depth {}):{}\n", t, trees[t].root, trees[t].depth(),
+                     edges.empty() ? " (single rank)" : edges);
   }
   for (const auto& l : levels) {
     std::string g;

@@ -1,4 +1,4 @@
-// Communication plans: intra-node rings, NIC rails, double binary trees across nodes, hierarchy
+// Communication plans: intra-node rings, NIC rails, double binary trees over the ranks, hierarchy
 // levels, and candidate algorithms ranked by the cost model's predicted time.
 #pragma once
 #include <optional>
@@ -8,6 +8,7 @@
 
 #include "topology/cluster.h"
 #include "topology/cost.h"
+#include "topology/trees.h"
 
 namespace weft::topo {
 
@@ -17,22 +18,6 @@ std::optional<Collective> parse_collective(std::string_view name);
 
 enum class Algorithm : uint8_t { kRing = 0, kDoubleBinaryTree = 1, kHalvingDoubling = 2, kHierarchical = 3 };
 const char* algorithm_name(Algorithm a);  // "ring", "double_binary_tree", "halving_doubling", "hierarchical"
-
-// A rooted tree over vertices 0..n-1 (nodes, in the cross-node trees).
-struct Tree {
-  int root = -1;
-  std::vector<int> parent;                 // -1 for the root
-  std::vector<std::vector<int>> children;  // at most two per vertex
-  int depth() const;                       // edges on the longest root-to-leaf path
-  bool is_leaf(int v) const { return children.at(v).empty(); }
-};
-
-// NCCL's in-order binary tree: vertex v's parent and children (-1: none).
-void binary_tree_links(int n, int v, int* parent, int* child0, int* child1);
-// Tree 1: the in-order binary tree (odd vertices are leaves). Tree 2: its mirror (n even) or, for odd
-// n, the full in-order tree whose interior vertices are the odd ones. Every vertex is a leaf in one
-// tree and interior in at most one.
-std::vector<Tree> double_binary_trees(int n);
 
 // Inter-node rail: local rank `index` of every node, each with its NIC.
 struct Rail {
@@ -53,7 +38,7 @@ struct Plan {
   size_t bytes = 0;
   std::vector<std::vector<int>> rings;  // ring orders over global ranks (flat ring; per-node rings)
   std::vector<Rail> rails;
-  std::vector<Tree> trees;              // over nodes
+  std::vector<Tree> trees;              // the double binary tree, over ranks (in node order)
   std::vector<Level> levels;
   double predicted_us = 0;
   double bottleneck_gbs = 0;

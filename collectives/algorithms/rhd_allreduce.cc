@@ -6,10 +6,17 @@
 // power-of-two algorithm as "new rank" r/2; ranks from 2*rem on are new rank r - rem. At the end
 // the odd rank sends the finished vector back to its even partner (unfold).
 //
-// Halving: at distance m = p/2, p/4, ..., 1 a new rank keeps the lower half of its current block
+// Halving: at distance m = 1, 2, 4, ..., p/2 a new rank keeps the lower half of its current block
 // range when its bit m is clear (the upper half otherwise), sends the other half to partner
 // (new rank ^ m) and combines the half it keeps: mine OP theirs. After log2 p steps new rank q
-// owns block q of p (elements part_offset(count, p, q)); doubling retraces the steps in reverse.
+// owns one block of p (elements part_offset(count, p, block)); doubling retraces the steps in
+// reverse, from distance p/2 down to 1.
+//
+// The distances grow (as in MPICH), and ranks take part by their position in node order
+// (`node_order`: the nodes one after the other), not by their number: the first halving steps,
+// which move the most data, pair ranks of the same node, and only the smaller halves of the later
+// steps cross between nodes (2 nodes x 2 ranks: each node's link carries the vector once each way
+// per phase instead of twice); the fold pairs neighbours.
 //
 // Determinism: each block's value is computed by exactly one rank in a fixed sequence of
 // combinations and then only copied: every rank ends with the same bits, on every run.
@@ -18,19 +25,21 @@
 
 namespace weft {
 
-void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions&) {
-  const int n = b.nranks(), r = b.rank();
+void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
+  const int n = b.nranks();
   const uint64_t es = dtype_size(a.dtype), total = a.count * es;
   if (a.count == 0) return;
   if (n == 1) {
     if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, total);
     return;
   }
+  const std::vector<int> order = node_order(opt, n);
+  const int r = position_of(order, b.rank());  // "rank" below: the position in node order
   int p = 1;
   while (p * 2 <= n) p *= 2;
   const int rem = n - p;
   const int newrank = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
-  auto real_rank = [&](int q) { return q < rem ? 2 * q + 1 : q + rem; };
+  auto real_rank = [&](int q) { return order[q < rem ? 2 * q + 1 : q + rem]; };
   b.need_scratch(total);  // one incoming half (or the whole vector when folding)
 
   // Where this rank's current data lives: the send buffer until it first combines.
@@ -39,11 +48,11 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
   std::vector<StepId> reads;        // sends out of the receive buffer (write-after-read)
   if (r < 2 * rem) {
     if (newrank < 0) {  // even: hand everything to r+1, get the result back at the end
-      StepId s = b.send(r + 1, {cur, 0}, total);
-      b.recv(r + 1, {Buf::kRecv, 0}, total, {s});
+      StepId s = b.send(order[r + 1], {cur, 0}, total);
+      b.recv(order[r + 1], {Buf::kRecv, 0}, total, {s});
       return;
     }
-    StepId rv = b.recv(r - 1, {Buf::kScratch, 0}, total);
+    StepId rv = b.recv(order[r - 1], {Buf::kScratch, 0}, total);
     last = b.reduce3({Buf::kRecv, 0}, {cur, 0}, {Buf::kScratch, 0}, total, {rv});
     cur = Buf::kRecv;
   }
@@ -52,7 +61,7 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     *bytes = part_offset(a.count, p, hi) * es - *off;
   };
   int lo = 0, hi = p;
-  for (int m = p / 2; m >= 1; m /= 2) {
+  for (int m = 1; m < p; m *= 2) {
     const int partner = real_rank(newrank ^ m), mid = (lo + hi) / 2;
     const bool lower = (newrank & m) == 0;
     uint64_t soff, sbytes, koff, kbytes;
@@ -76,7 +85,7 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
   range(lo, hi, &off, &bytes);
   if (a.op == RedOp::kAvg && bytes) last = b.avg({Buf::kRecv, off}, bytes, {last});
   // Doubling: exchange the owned range with the partner of each halving step, in reverse.
-  for (int m = 1; m < p; m *= 2) {
+  for (int m = p / 2; m >= 1; m /= 2) {
     const int partner = real_rank(newrank ^ m);
     const bool lower = (newrank & m) == 0;
     const int width = hi - lo;
@@ -94,7 +103,7 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     hi = std::max(hi, phi);
     range(lo, hi, &off, &bytes);
   }
-  if (r < 2 * rem) b.send(r - 1, {Buf::kRecv, 0}, total, {last});
+  if (r < 2 * rem) b.send(order[r - 1], {Buf::kRecv, 0}, total, {last});
 }
 
 }  // namespace weft

@@ -1,19 +1,16 @@
-// The binary trees of the double-binary-tree all-reduce, exposed for tests and weft-topo.
+// The binary trees of the double-binary-tree all-reduce, exposed for tests.
 #pragma once
 #include <vector>
 
+#include "collectives/collective.h"
+#include "topology/trees.h"
+
 namespace weft {
 
-struct BinaryTree {
-  std::vector<int> parent;                 // -1 for the root
-  std::vector<std::vector<int>> children;  // at most two, ascending
-  int root = 0;
-};
-
-// Tree 0: the "bit" tree over ranks 0..n-1 rooted at 0 (rank p's parent clears the lowest set
-// bit of p and sets the next one, falling back to clearing it when that is out of range); odd
-// ranks are its leaves. Tree 1: its mirror (rank n-1-p) when n is even, its shift by one (rank
-// p+1 mod n) when n is odd, so that the leaves of one tree are the inner ranks of the other.
-BinaryTree double_binary_tree(int n, int which);
+// Tree `which` (0 or 1) of the double binary tree over n ranks (topo::double_binary_trees, NCCL's
+// construction: every rank is interior in at most one tree), laid over the ranks in node order
+// (`node_order`: the nodes one after the other), so that each tree crosses between nodes as few
+// times as its shape allows whatever the rank numbering. Vertices are ranks.
+topo::Tree rank_tree(const AlgoOptions& opt, int n, int which);
 
 }  // namespace weft

@@ -1,7 +1,8 @@
-// Double binary tree all-reduce (as NCCL builds it). The buffer is split in two halves; half t is
-// reduced up tree t to its root and broadcast back down the same tree. Both halves are cut into
-// slices that pipeline: a rank forwards slice j up as soon as it has combined its own slice j with
-// its children's, and forwards slice j down as soon as it arrives.
+// Double binary tree all-reduce (as NCCL builds it, over the ranks in node order: rank_tree). The
+// buffer is split in two halves; half t is reduced up tree t to its root and broadcast back down
+// the same tree. Both halves are cut into slices that pipeline: a rank forwards slice j up as soon
+// as it has combined its own slice j with its children's, and forwards slice j down as soon as it
+// arrives.
 //
 // Determinism: every rank combines slice j as own OP child0 OP child1 (children ascending); the
 // root's result is the only one that survives: it is broadcast, so every rank ends with the
@@ -12,24 +13,8 @@
 
 namespace weft {
 
-BinaryTree double_binary_tree(int n, int which) {
-  BinaryTree t;
-  t.parent.assign(n, -1);
-  t.children.assign(n, {});
-  auto rank_of = [&](int p) { return which == 0 ? p : (n % 2 == 0 ? n - 1 - p : (p + 1) % n); };
-  for (int p = 1; p < n; ++p) {
-    int low = p & -p;
-    int up = (p ^ low) | (low << 1);
-    if (up >= n) up = p ^ low;
-    t.parent[rank_of(p)] = rank_of(up);
-  }
-  for (int p = 0; p < n; ++p) {
-    int r = rank_of(p);
-    if (t.parent[r] >= 0) t.children[t.parent[r]].push_back(r);
-    else t.root = r;
-  }
-  for (auto& c : t.children) std::sort(c.begin(), c.end());
-  return t;
+topo::Tree rank_tree(const AlgoOptions& opt, int n, int which) {
+  return topo::relabel(topo::double_binary_trees(n).at(which), node_order(opt, n));
 }
 
 void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
@@ -44,7 +29,7 @@ void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
   const uint64_t kSlots = 4;
   uint64_t scratch = 0;
   for (int t = 0; t < 2; ++t) {
-    const BinaryTree tree = double_binary_tree(n, t);
+    const topo::Tree tree = rank_tree(opt, n, t);
     const uint64_t first = part_offset(a.count, 2, t), count = part_offset(a.count, 2, t + 1) - first;
     if (count == 0) continue;
     const SlicedRange half(first, count, es, slices_for(count, es, opt.slice_bytes));

@@ -216,17 +216,57 @@ INSTANTIATE_TEST_SUITE_P(Kinds, HierSim,
                                            CollectiveKind::kAllGather),
                          [](const auto& info) { return std::string(collective_name(info.param)); });
 
+// The tree and halving-doubling all-reduces place the ranks in node order too: right results over
+// contiguous, round-robin and uneven node layouts; and on 2 nodes x 2 ranks (either numbering)
+// halving-doubling's first halving step stays inside the nodes, so each node sends half the
+// vector across per phase (S in all; 2 x S if the distances shrank instead of grew).
+TEST(AlgoSim, TreeAndHalvingDoublingFollowTheNodes) {
+  const std::vector<std::vector<int>> layouts = {{0, 0, 1, 1}, {0, 1, 0, 1}, {0, 1, 2, 0, 1, 2}, {0, 0, 1, 1, 1},
+                                                 {2, 0, 1, 2, 0, 1, 2}, {0, 1, 0, 1, 0, 1, 0, 1}};
+  for (const char* id : {"tree", "rhd"}) {
+    const Algorithm* algo = find_algorithm(id, CollectiveKind::kAllReduce);
+    ASSERT_NE(algo, nullptr);
+    for (const auto& nodes : layouts) {
+      const int n = static_cast<int>(nodes.size());
+      for (uint64_t count : {0ull, 1ull, 7ull, 37ull, 1009ull})
+        for (bool in_place : {false, true})
+          for (TypeOp t : {TypeOp{DataType::kInt32, RedOp::kSum}, TypeOp{DataType::kFloat32, RedOp::kAvg},
+                           TypeOp{DataType::kInt8, RedOp::kMin}}) {
+            AlgoOptions opt;
+            opt.slice_bytes = 16;
+            opt.node_of_rank = nodes;
+            CollCase c{CollectiveKind::kAllReduce, t.dt, t.op, count, n, 0, in_place};
+            ASSERT_EQ(run_case(*algo, c, opt, count * 31 + n), "")
+                << id << ": " << c.label() << " layout " << fmt::format("{}", fmt::join(nodes, ","));
+          }
+    }
+  }
+  const Algorithm* rhd = find_algorithm("rhd", CollectiveKind::kAllReduce);
+  for (const std::vector<int>& nodes : {std::vector<int>{0, 0, 1, 1}, std::vector<int>{0, 1, 0, 1}}) {
+    AlgoOptions opt;
+    opt.node_of_rank = nodes;
+    const uint64_t count = 1024, S = count * 4;
+    CollectiveArgs a{CollectiveKind::kAllReduce, count, DataType::kInt32, RedOp::kSum, 0, false};
+    std::vector<uint64_t> out(2, 0);
+    for (int r = 0; r < 4; ++r)
+      for (const Step& st : build_schedule(*rhd, a, r, 4, opt).steps)
+        if (st.kind == StepKind::kSend && nodes[st.peer] != nodes[r]) out[nodes[r]] += st.bytes;
+    EXPECT_EQ(out[0], S) << fmt::format("{}", fmt::join(nodes, ","));
+    EXPECT_EQ(out[1], S) << fmt::format("{}", fmt::join(nodes, ","));
+  }
+}
+
 TEST(DoubleBinaryTree, TreesAreValidAndComplementary) {
   for (int n = 1; n <= 70; ++n) {
-    int leaf_in_one = 0;
     std::vector<int> inner(n, 0);
     for (int t = 0; t < 2; ++t) {
-      BinaryTree tree = double_binary_tree(n, t);
+      topo::Tree tree = rank_tree(AlgoOptions{}, n, t);
       int roots = 0;
       for (int r = 0; r < n; ++r) {
         ASSERT_LE(tree.children[r].size(), 2u) << "n=" << n << " tree " << t << " rank " << r;
         if (tree.parent[r] < 0) ++roots;
         if (!tree.children[r].empty()) ++inner[r];
+        for (int c : tree.children[r]) ASSERT_EQ(tree.parent[c], r);
         // Walking up reaches the root.
         int x = r, hops = 0;
         while (tree.parent[x] >= 0 && hops <= n) x = tree.parent[x], ++hops;
@@ -234,11 +274,46 @@ TEST(DoubleBinaryTree, TreesAreValidAndComplementary) {
       }
       ASSERT_EQ(roots, 1);
     }
-    for (int r = 0; r < n; ++r) leaf_in_one += inner[r] < 2;
-    // Every rank is a leaf in at least one tree, but for odd n rank 0 (the root of tree 0 and an
-    // inner rank of the shifted tree 1).
-    EXPECT_GE(leaf_in_one, n % 2 == 0 ? n : n - 1) << "n=" << n;
+    // No rank forwards both halves: every rank is a leaf in at least one tree.
+    for (int r = 0; r < n; ++r) EXPECT_LE(inner[r], 1) << "n=" << n << " rank " << r;
   }
+}
+
+// The trees are laid over the ranks in node order: however the ranks are dealt to nodes, the
+// edges between nodes are as few as with consecutive ranks on each node.
+TEST(DoubleBinaryTree, FollowsTheNodes) {
+  int total = 0, total_naive = 0;
+  for (int nodes : {2, 3, 4}) {
+    for (int per : {2, 3, 4}) {
+      const int n = nodes * per;
+      AlgoOptions block, dealt;
+      for (int r = 0; r < n; ++r) {
+        block.node_of_rank.push_back(r / per);
+        dealt.node_of_rank.push_back(r % nodes);  // mpirun --map-by node
+      }
+      auto crossings = [&](const AlgoOptions& o) {
+        int c = 0;
+        for (int t = 0; t < 2; ++t) {
+          topo::Tree tree = rank_tree(o, n, t);
+          for (int r = 0; r < n; ++r)
+            if (tree.parent[r] >= 0 && o.node_of_rank[r] != o.node_of_rank[tree.parent[r]]) ++c;
+        }
+        return c;
+      };
+      AlgoOptions unaware;  // the same dealt ranks, trees over rank numbers
+      int naive = 0;
+      for (int t = 0; t < 2; ++t) {
+        topo::Tree tree = rank_tree(unaware, n, t);
+        for (int r = 0; r < n; ++r)
+          if (tree.parent[r] >= 0 && dealt.node_of_rank[r] != dealt.node_of_rank[tree.parent[r]]) ++naive;
+      }
+      EXPECT_EQ(crossings(dealt), crossings(block)) << nodes << "x" << per;
+      EXPECT_LE(crossings(dealt), naive) << nodes << "x" << per;
+      total += crossings(dealt);
+      total_naive += naive;
+    }
+  }
+  EXPECT_LT(total, total_naive);
 }
 
 TEST(AlgorithmTable, EveryCollectiveHasAnAlgorithmAndIdsAreUniquePerKind) {

@@ -264,6 +264,59 @@ TEST(TopoPlans, SharedCpuTerm) {
   EXPECT_THROW(m.apply_json(nlohmann::json::parse(R"({"host": 3})")), Error);
 }
 
+// The tree's and halving-doubling's predictions count the bytes that Weft's own schedules send
+// through each node's NIC (over the ranks in node order): a slow network, intra-node links 10^4
+// times faster, no latency, so each prediction is (busiest NIC's bytes) / (NIC speed) for a
+// buffer of many slices; the tree's pipeline fill is negligible there, and all of its time when
+// each half is one slice.
+TEST(TopoPlans, TreeAndHalvingDoublingCountTheirNicBytes) {
+  const NodeSummary cpu = testing::load_summary(testing::fixture("cpu-only-2socket-2nic-hwloc2.xml"));
+  CostModel m = CostModel::defaults();
+  m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 0.1, "alpha_us": 0}, "classes": {"X": {"alpha_us": 0, "gbs": 1000}}})"));
+  struct Case {
+    int nodes, per;
+    double tree, rhd;  // busiest NIC's bytes each way, in buffers
+  };
+  // 2x2: tree 2 (each node sends two edges' halves up and two down); halving-doubling 1 (S/2 per
+  // phase: the S/2 halving step stays inside the node). 4x1: 2 and 1.5 (S/2 + S/4 per phase).
+  // 3x2: 2 and 2 (the fold stays inside nodes 0 and 1; node 2's two ranks both exchange S/2 with
+  // other nodes at the first step). 2x4: 2 and 1 (only the last halving step crosses: 4 x S/8).
+  for (Case c : {Case{2, 2, 2.0, 1.0}, Case{4, 1, 2.0, 1.5}, Case{3, 2, 2.0, 2.0}, Case{2, 4, 2.0, 1.0}}) {
+    auto view = make_uniform_cluster(cpu, c.nodes, c.per);
+    for (auto& b : view.bindings) b.nic = view.bindings[0].nic, b.numa = 0;  // one NIC per node
+    const size_t S = size_t{256} << 20;    // 256 slices of 512 KiB per half
+    const double unit = S / (0.1 * 1e3);  // us to move S once through a NIC
+    std::map<Algorithm, double> t;
+    for (const auto& p : rank_plans(view, Collective::kAllReduce, S, m)) t[p.plan.algorithm] = p.predicted_us;
+    EXPECT_NEAR(t.at(Algorithm::kDoubleBinaryTree) / unit, c.tree, 0.01) << c.nodes << "x" << c.per;
+    EXPECT_NEAR(t.at(Algorithm::kHalvingDoubling) / unit, c.rhd, 0.01) << c.nodes << "x" << c.per;
+    // The same ranks dealt round-robin over the nodes: the schedules follow the nodes, so does the model.
+    ClusterView dealt = view;
+    for (int r = 0; r < view.size(); ++r) {
+      dealt.node_of_rank[r] = r % c.nodes;
+      dealt.local_rank[r] = r / c.nodes;
+    }
+    for (int n = 0; n < c.nodes; ++n) {
+      dealt.ranks_of_node[n].clear();
+      for (int r = 0; r < view.size(); ++r)
+        if (r % c.nodes == n) dealt.ranks_of_node[n].push_back(r);
+    }
+    for (const auto& p : rank_plans(dealt, Collective::kAllReduce, S, m)) {
+      if (p.plan.algorithm == Algorithm::kDoubleBinaryTree || p.plan.algorithm == Algorithm::kHalvingDoubling) {
+        EXPECT_NEAR(p.predicted_us, t.at(p.plan.algorithm), 1e-6 * unit) << c.nodes << "x" << c.per << " dealt";
+      }
+    }
+  }
+  // 1 MiB on 3x2: one 512 KiB slice per half goes up 3 hops between nodes and down again, one hop
+  // after the other: 6 x 0.5 MiB, three times the buffer, more than the NIC's 2 x 1 MiB.
+  auto view = make_uniform_cluster(cpu, 3, 2);
+  for (auto& b : view.bindings) b.nic = view.bindings[0].nic, b.numa = 0;
+  for (const auto& p : rank_plans(view, Collective::kAllReduce, 1 << 20, m))
+    if (p.plan.algorithm == Algorithm::kDoubleBinaryTree) {
+      EXPECT_NEAR(p.predicted_us / ((1 << 20) / 100.0), 3.0, 0.01);
+    }
+}
+
 TEST(TopoPlans, CpuOnlyCluster) {
   auto s = testing::load_summary(testing::fixture("cpu-only-2socket-2nic-hwloc2.xml"));
   auto view = make_uniform_cluster(s, 3, 4);

@@ -1,0 +1,28 @@
+// Double binary trees: two binary trees over the same vertices in which every vertex is interior
+// in at most one, so that each carries half the data and no vertex forwards both halves. The tree
+// all-reduce builds its schedule on them (over ranks in node order) and the planner models it.
+// No dependencies beyond the standard library: the collectives use it too.
+#pragma once
+#include <vector>
+
+namespace weft::topo {
+
+// A rooted tree over vertices 0..n-1.
+struct Tree {
+  int root = -1;
+  std::vector<int> parent;                 // -1 for the root
+  std::vector<std::vector<int>> children;  // at most two per vertex
+  int depth() const;                       // edges on the longest root-to-leaf path
+  bool is_leaf(int v) const { return children.at(v).empty(); }
+};
+
+// NCCL's in-order binary tree: vertex v's parent and children (-1: none).
+void binary_tree_links(int n, int v, int* parent, int* child0, int* child1);
+// Tree 1: the in-order binary tree (odd vertices are leaves). Tree 2: its mirror (n even) or, for odd
+// n, the full in-order tree whose interior vertices are the odd ones. Every vertex is a leaf in one
+// tree and interior in at most one.
+std::vector<Tree> double_binary_trees(int n);
+// The same tree with vertex q renamed order[q] (order: a permutation of 0..n-1); children ascending.
+Tree relabel(const Tree& t, const std::vector<int>& order);
+
+}  // namespace weft::topo
