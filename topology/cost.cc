@@ -65,10 +65,10 @@ void CostModel::apply_json(const nlohmann::json& j) {
   }
 }
 
-double host_cpu_us(const HostCpu& h, double messages, int nranks) {
+double host_wait_us(const HostCpu& h, int nranks) {
   if (!h.oversubscribed() || nranks <= 0) return 0;
-  const double on_host = messages * std::min(h.ranks, nranks) / nranks;
-  return on_host * h.msg_cpu_us / h.cores;
+  const double per_core = static_cast<double>(std::min(h.ranks, nranks)) / h.cores;
+  return per_core > 1 ? h.msg_cpu_us * (per_core - 1) : 0;
 }
 
 CostModel CostModel::load(const std::string& path) {

@@ -21,16 +21,18 @@ struct LinkCost {
 };
 
 // When more ranks share a machine than it has cores (emulated nodes on one machine, or an
-// oversubscribed test job), a message's latency is mostly the wait for its receiver to get a core:
-// every message costs the machine msg_cpu_us of CPU time (sending, receiving, waking up), and the
-// ranks queue for the cores. An algorithm's prediction then grows by its messages per machine x
-// msg_cpu_us / cores, so that plans with fewer messages win at small sizes. No effect while
+// oversubscribed test job), a step's latency is mostly the wait for its receiver to get a core:
+// each message costs its rank a burst of msg_cpu_us of CPU (sending, receiving, waking up), and a
+// rank woken by a message waits for the bursts of the other ranks that share its core,
+// msg_cpu_us x (ranks / cores - 1) (host_wait_us). Every step on an algorithm's critical path
+// pays that wait, which overlaps with the transfer: a prediction is latency + max(transfer,
+// steps x wait), so plans with fewer steps in sequence win at small sizes. No effect while
 // ranks <= cores. ranks and cores come from the job (the communicator fills them in; `weft-topo
 // plan --host-ranks/--host-cores`); msg_cpu_us from the file (scripts/netns-sweep calibrates it).
 struct HostCpu {
   int ranks = 0;            // ranks sharing one machine (the most on any machine of the job)
   int cores = 0;            // cores they may use
-  double msg_cpu_us = 20;   // CPU time per message on a machine with more ranks than cores
+  double msg_cpu_us = 20;   // CPU burst per message on a machine with more ranks than cores
   bool oversubscribed() const { return cores > 0 && ranks > cores; }
 };
 
@@ -55,9 +57,10 @@ struct CostModel {
   LinkCost network(double nic_gbs, int sharing = 1) const;
 };
 
-// Microseconds that `messages` messages of the whole job (of `nranks` ranks) add on the busiest
-// machine when it has more ranks than cores (HostCpu); 0 otherwise.
-double host_cpu_us(const HostCpu& h, double messages, int nranks);
+// Microseconds each step on a critical path waits for a core when the busiest machine has more
+// ranks than cores (HostCpu): msg_cpu_us x (ranks / cores - 1), ranks capped at the job's nranks;
+// 0 otherwise.
+double host_wait_us(const HostCpu& h, int nranks);
 
 // Microseconds to move bytes at gbs GB/s.
 inline double transfer_us(double bytes, double gbs) { return gbs > 0 ? bytes / (gbs * 1e3) : 0; }

@@ -258,20 +258,21 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
   const bool allreduce = coll == Collective::kAllReduce;
   const bool rooted = coll == Collective::kBroadcast || coll == Collective::kReduce;
   std::vector<PlanCandidate> out;
-  // Messages of the whole job, for the shared-CPU term (HostCpu): Weft's schedules cut every
-  // block into slices of at most kSliceBytes, one message each.
+  // Weft's schedules cut every block into slices of at most kSliceBytes, one message each.
   const double kSliceBytes = 512.0 * 1024;
   auto slices = [&](double bytes) { return std::max(1.0, std::ceil(bytes / kSliceBytes)); };
   // An algorithm's time: its latency terms plus the slower of its data transfer and, where ranks
-  // outnumber a machine's cores, the CPU its messages queue for (a roofline: the link and the
-  // cores work at the same time; with ranks <= cores the CPU term is 0).
+  // outnumber a machine's cores, the waits for a core of the `steps` steps on its critical path
+  // (HostCpu; the link moves data while a rank waits; with ranks <= cores the wait is 0).
+  const double wait = host_wait_us(m.host, p);
   auto add = [&](Algorithm a, double xfer, double lat, const Bottleneck& b, std::vector<std::string> why,
-                 double messages) {
+                 double steps) {
     double us = lat + xfer;
-    if (const double cpu = host_cpu_us(m.host, messages, p); cpu > 0) {
+    if (const double cpu = steps * wait; cpu > 0) {
       us = lat + std::max(xfer, cpu);
-      why.push_back(fmt::format("{} ranks share {} cores: {:.0f} messages per machine need {:.0f} us of CPU{}", m.host.ranks,
-                                m.host.cores, messages * std::min(m.host.ranks, p) / p, cpu,
+      why.push_back(fmt::format("{} ranks share {} cores: each of the {:.0f} steps in sequence waits {:.0f} us for a core, "
+                                "{:.0f} us in all{}",
+                                m.host.ranks, m.host.cores, steps, wait, cpu,
                                 cpu > xfer ? ", more than the transfer: the CPU sets the time" : ", hidden by the transfer"));
     }
     Plan plan = base;
@@ -295,7 +296,7 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
     add(Algorithm::kRing, xfer, lat, b,
         {fmt::format("flat ring over {} ranks; slowest hop {:.1f} GB/s, {:.1f} us per step", p, b.gbs, b.alpha),
          "intra-node order minimises SYS, then NODE/PHB, then PXB crossings (NVLink neighbours first)"},
-        allreduce ? 2.0 * p * (p - 1) * slices(S / p) : rooted ? (p - 1) * slices(S) : 1.0 * p * (p - 1) * slices(S / p));
+        allreduce ? 2.0 * (p - 1) : p - 1.0);
   }
   // Double binary tree over the ranks in node order (tree_allreduce.cc): half the buffer up and
   // down each tree, every slice pipelined, so each link carries its edges' bytes at once and the
@@ -337,7 +338,7 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
              ? fmt::format("{:.0f} slice{} per half: a slice's trip {} the deepest path ({:.0f} us) sets the time, not the NIC",
                            k, k == 1 ? "" : "s", allreduce ? "up and down" : "along", trips * path)
              : std::string("latency grows with log2(ranks) instead of ranks")},
-        allreduce ? 4.0 * (p - 1) * slices(half) : 2.0 * (p - 1) * slices(half));
+        trips * depth);
   }
   // Recursive halving-doubling over the ranks in node order (rhd_allreduce.cc): stages one after
   // the other, each as slow as its busiest NIC or rank.
@@ -360,11 +361,7 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
         {fmt::format("{} stages over {} ranks in node order{}; distances 1, 2, 4, ...: the largest halves stay inside nodes",
                      stages.size(), p2, extra > 0 ? fmt::format(" plus a fold-in of {} extra ranks", extra) : std::string()),
          fmt::format("the busiest NIC of each stage carries {:.2f}x the buffer in all", S > 0 ? busiest / S : 0.0)},
-        [&] {
-          double msgs = 0;
-          for (const auto& st : stages) msgs += static_cast<double>(st.size());
-          return msgs;
-        }());
+        static_cast<double>(stages.size()));
   }
   // Hierarchical: intra reduce-scatter, inter all-reduce per rail, intra all-gather.
   if (N > 1 && R > 1) {
@@ -420,9 +417,7 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
         {fmt::format("intra-node ring of {} ranks at {:.3g} GB/s, then {} rails across {} nodes at {:.3g} GB/s each on 1/{} of the data",
                      R, bi.gbs, base.rails.size(), N, br.gbs, R),
          nic_text, "the phases overlap slice by slice: the slowest sets the time"},
-        allreduce ? p * (2.0 * (R - 1) * slices(chunk) + 2.0 * (N - 1) * slices(chunk / N))
-        : rooted  ? p * ((R - 1) * slices(chunk) + (N - 1.0) * slices(chunk))
-                  : p * ((R - 1.0) * N + (N - 1)) * slices(S / p));
+        (allreduce ? 2.0 : 1.0) * (R - 1 + N - 1));
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const PlanCandidate& a, const PlanCandidate& b) { return a.predicted_us < b.predicted_us; });

@@ -52,37 +52,6 @@ GroupRing make_ring(std::vector<int> ranks, int me, uint64_t first, uint64_t cou
   return g;
 }
 
-// The steps that last wrote byte ranges of the receive buffer (non-overlapping ranges): a later
-// phase's step over [off, off+bytes) depends on every writer whose range overlaps it.
-class RangeWriters {
- public:
-  void add(uint64_t off, uint64_t bytes, StepId step) {
-    if (bytes) entries_.push_back({off, off + bytes, step});
-    sorted_ = false;
-  }
-  void merge(const RangeWriters& o) {
-    entries_.insert(entries_.end(), o.entries_.begin(), o.entries_.end());
-    sorted_ = false;
-  }
-  // Makes `step` wait for the writers of [off, off+bytes).
-  void gate(ScheduleBuilder& b, StepId step, uint64_t off, uint64_t bytes) {
-    if (!sorted_) {
-      std::sort(entries_.begin(), entries_.end(), [](const Entry& x, const Entry& y) { return x.begin < y.begin; });
-      sorted_ = true;
-    }
-    auto it = std::upper_bound(entries_.begin(), entries_.end(), off, [](uint64_t o, const Entry& e) { return o < e.end; });
-    for (; it != entries_.end() && it->begin < off + bytes; ++it) b.add_dep(step, it->step);
-  }
-
- private:
-  struct Entry {
-    uint64_t begin, end;
-    StepId step;
-  };
-  std::vector<Entry> entries_;
-  bool sorted_ = true;
-};
-
 struct RsResult {
   std::vector<std::vector<StepId>> sends;  // [step][slice]: for the all-gather's write-after-read
   RangeWriters writes;                     // the steps that made the owned chunk (chunk pos+1) final

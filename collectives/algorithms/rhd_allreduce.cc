@@ -40,41 +40,84 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
   const int rem = n - p;
   const int newrank = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
   auto real_rank = [&](int q) { return order[q < rem ? 2 * q + 1 : q + rem]; };
-  b.need_scratch(total);  // one incoming half (or the whole vector when folding)
+  if (r < 2 * rem) b.need_scratch(total);  // the folded-in vector (then each halving step's half, below)
+  const uint64_t slice = opt.slice_bytes;
+  auto sliced = [&](uint64_t off, uint64_t bytes) { return SlicedRange(off / es, bytes / es, es, slices_for(bytes / es, es, slice)); };
 
   // Where this rank's current data lives: the send buffer until it first combines.
   Buf cur = a.in_place ? Buf::kRecv : Buf::kSend;
-  StepId last = kNoStep;            // the last combination (orders the scratch reuse)
-  std::vector<StepId> reads;        // sends out of the receive buffer (write-after-read)
+  RangeWriters writers;        // the combinations that last wrote ranges of the receive buffer
+  RangeWriters scratch_reads;  // the combinations that read ranges of the scratch buffer
+  std::vector<StepId> reads;   // sends out of the receive buffer (write-after-read)
   if (r < 2 * rem) {
+    const SlicedRange all = sliced(0, total);
     if (newrank < 0) {  // even: hand everything to r+1, get the result back at the end
-      StepId s = b.send(order[r + 1], {cur, 0}, total);
-      b.recv(order[r + 1], {Buf::kRecv, 0}, total, {s});
+      std::vector<StepId> sent;
+      for (uint64_t j = 0; j < all.slices; ++j) sent.push_back(b.send(order[r + 1], {cur, all.off(j)}, all.bytes(j)));
+      StepId rv = b.recv(order[r + 1], {Buf::kRecv, 0}, total);
+      for (StepId x : sent) b.add_dep(rv, x);
       return;
     }
-    StepId rv = b.recv(order[r - 1], {Buf::kScratch, 0}, total);
-    last = b.reduce3({Buf::kRecv, 0}, {cur, 0}, {Buf::kScratch, 0}, total, {rv});
+    // The fold, slice by slice: each slice is combined as it arrives.
+    for (uint64_t j = 0; j < all.slices; ++j) {
+      const uint64_t off = all.off(j), bytes = all.bytes(j);
+      StepId rv = b.recv(order[r - 1], {Buf::kScratch, off}, bytes);
+      StepId c = b.reduce3({Buf::kRecv, off}, {cur, off}, {Buf::kScratch, off}, bytes, {rv});
+      writers.add(off, bytes, c);
+      scratch_reads.add(off, bytes, c);
+    }
     cur = Buf::kRecv;
   }
   auto range = [&](int lo, int hi, uint64_t* off, uint64_t* bytes) {
     *off = part_offset(a.count, p, lo) * es;
     *bytes = part_offset(a.count, p, hi) * es - *off;
   };
+  // Halving, each step's halves cut into slices (the partner cuts the same range the same way):
+  // a slice is combined as soon as it arrives, so the reductions run under the transfers. A
+  // step's sends wait for all of the previous step's combinations: letting the steps overlap
+  // (each slice sent on as soon as it is combined) keeps two connections per NIC busy at once,
+  // which ran slower over TCP (docs/PERFORMANCE.md, "Emulated cluster").
   int lo = 0, hi = p;
+  uint64_t scratch_base = 0;  // each step receives into its own part of the scratch buffer
+  {
+    uint64_t need = 0;  // the kept halves' sizes (their sum is below total unless blocks are uneven)
+    for (int m = 1, l = 0, h = p; m < p; m *= 2) {
+      const int mid = (l + h) / 2;
+      uint64_t koff, kbytes;
+      if ((newrank & m) == 0) h = mid;
+      else l = mid;
+      range(l, h, &koff, &kbytes);
+      need += kbytes;
+    }
+    b.need_scratch(need);
+  }
   for (int m = 1; m < p; m *= 2) {
     const int partner = real_rank(newrank ^ m), mid = (lo + hi) / 2;
     const bool lower = (newrank & m) == 0;
     uint64_t soff, sbytes, koff, kbytes;
     range(lower ? mid : lo, lower ? hi : mid, &soff, &sbytes);
     range(lower ? lo : mid, lower ? mid : hi, &koff, &kbytes);
-    if (sbytes) {
-      StepId s = b.send(partner, {cur, soff}, sbytes, {last});
-      if (cur == Buf::kRecv) reads.push_back(s);
+    const SlicedRange sr = sliced(soff, sbytes), kr = sliced(koff, kbytes);
+    uint64_t aoff, abytes;  // this step's whole range: its sends wait for all of the last step
+    range(lo, hi, &aoff, &abytes);
+    for (uint64_t j = 0; sbytes && j < sr.slices; ++j) {
+      StepId s = b.send(partner, {cur, sr.off(j)}, sr.bytes(j));
+      if (cur == Buf::kRecv) {
+        writers.gate(b, s, aoff, abytes);
+        reads.push_back(s);
+      }
     }
-    if (kbytes) {
-      StepId rv = b.recv(partner, {Buf::kScratch, 0}, kbytes, {last});
-      last = b.reduce3({Buf::kRecv, koff}, {cur, koff}, {Buf::kScratch, 0}, kbytes, {rv, last});
+    RangeWriters kept;
+    for (uint64_t j = 0; kbytes && j < kr.slices; ++j) {
+      const uint64_t off = kr.off(j), bytes = kr.bytes(j), sc = scratch_base + (off - koff);
+      StepId rv = b.recv(partner, {Buf::kScratch, sc}, bytes);
+      scratch_reads.gate(b, rv, sc, bytes);
+      StepId c = b.reduce3({Buf::kRecv, off}, {cur, off}, {Buf::kScratch, sc}, bytes, {rv});
+      if (cur == Buf::kRecv) writers.gate(b, c, off, bytes);
+      kept.add(off, bytes, c);
     }
+    scratch_base += kbytes;
+    writers = kept;  // later steps read and write only inside the kept half
     // Out of place, the first step leaves the half it sent in the send buffer; later steps only
     // read the half they combined, which is in the receive buffer now.
     cur = Buf::kRecv;
@@ -83,7 +126,11 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
   }
   uint64_t off, bytes;
   range(lo, hi, &off, &bytes);
-  if (a.op == RedOp::kAvg && bytes) last = b.avg({Buf::kRecv, off}, bytes, {last});
+  StepId last = kNoStep;  // the owned range is final after `writers` (and the average)
+  if (a.op == RedOp::kAvg && bytes) {
+    last = b.avg({Buf::kRecv, off}, bytes);
+    writers.gate(b, last, off, bytes);
+  }
   // Doubling: exchange the owned range with the partner of each halving step, in reverse.
   for (int m = p / 2; m >= 1; m /= 2) {
     const int partner = real_rank(newrank ^ m);
@@ -93,6 +140,7 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     uint64_t poff, pbytes;
     range(plo, phi, &poff, &pbytes);
     StepId s = bytes ? b.send(partner, {Buf::kRecv, off}, bytes, {last}) : kNoStep;
+    if (s != kNoStep) writers.gate(b, s, off, bytes);  // the owned range's combinations
     if (pbytes) {
       StepId rv = b.recv(partner, {Buf::kRecv, poff}, pbytes, {last});
       for (StepId x : reads) b.add_dep(rv, x);
@@ -103,7 +151,10 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     hi = std::max(hi, phi);
     range(lo, hi, &off, &bytes);
   }
-  if (r < 2 * rem) b.send(order[r - 1], {Buf::kRecv, 0}, total, {last});
+  if (r < 2 * rem) {
+    StepId u = b.send(order[r - 1], {Buf::kRecv, 0}, total, {last});
+    writers.gate(b, u, 0, total);
+  }
 }
 
 }  // namespace weft

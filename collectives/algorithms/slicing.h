@@ -26,6 +26,37 @@ inline uint64_t slices_for(uint64_t count, uint64_t es, uint64_t slice_bytes) {
   return std::max<uint64_t>(1, (bytes + slice_bytes - 1) / slice_bytes);
 }
 
+// The steps that last wrote (or read) byte ranges of a buffer (non-overlapping ranges): a later
+// step over [off, off+bytes) depends on every one whose range overlaps it.
+class RangeWriters {
+ public:
+  void add(uint64_t off, uint64_t bytes, StepId step) {
+    if (bytes) entries_.push_back({off, off + bytes, step});
+    sorted_ = false;
+  }
+  void merge(const RangeWriters& o) {
+    entries_.insert(entries_.end(), o.entries_.begin(), o.entries_.end());
+    sorted_ = false;
+  }
+  // Makes `step` wait for the writers of [off, off+bytes).
+  void gate(ScheduleBuilder& b, StepId step, uint64_t off, uint64_t bytes) {
+    if (!sorted_) {
+      std::sort(entries_.begin(), entries_.end(), [](const Entry& x, const Entry& y) { return x.begin < y.begin; });
+      sorted_ = true;
+    }
+    auto it = std::upper_bound(entries_.begin(), entries_.end(), off, [](uint64_t o, const Entry& e) { return o < e.end; });
+    for (; it != entries_.end() && it->begin < off + bytes; ++it) b.add_dep(step, it->step);
+  }
+
+ private:
+  struct Entry {
+    uint64_t begin, end;
+    StepId step;
+  };
+  std::vector<Entry> entries_;
+  bool sorted_ = true;
+};
+
 // `n` scratch slots of `bytes` each starting at `base`, handed out round-robin. take() returns
 // the slot and the step that last used it (the next writer must wait for it); release() records
 // the step after which the slot is free again.

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   int host_ranks = -1, host_cores = -1;
   plan->add_option("--host-ranks", host_ranks,
                    "ranks that share one machine's cores (default: the cost model's, else none); with more ranks than "
-                   "--host-cores every message adds the model's host.msg_cpu_us / cores")
+                   "--host-cores every step waits host.msg_cpu_us x (ranks / cores - 1) for a core")
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--host-cores", host_cores, "cores those ranks share")->check(CLI::Range(0, 1 << 20));
   CLI11_PARSE(app, argc, argv);
