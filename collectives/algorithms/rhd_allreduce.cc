@@ -79,18 +79,6 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
   // which ran slower over TCP (docs/PERFORMANCE.md, "Emulated cluster").
   int lo = 0, hi = p;
   uint64_t scratch_base = 0;  // each step receives into its own part of the scratch buffer
-  {
-    uint64_t need = 0;  // the kept halves' sizes (their sum is below total unless blocks are uneven)
-    for (int m = 1, l = 0, h = p; m < p; m *= 2) {
-      const int mid = (l + h) / 2;
-      uint64_t koff, kbytes;
-      if ((newrank & m) == 0) h = mid;
-      else l = mid;
-      range(l, h, &koff, &kbytes);
-      need += kbytes;
-    }
-    b.need_scratch(need);
-  }
   for (int m = 1; m < p; m *= 2) {
     const int partner = real_rank(newrank ^ m), mid = (lo + hi) / 2;
     const bool lower = (newrank & m) == 0;
@@ -116,7 +104,7 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
       if (cur == Buf::kRecv) writers.gate(b, c, off, bytes);
       kept.add(off, bytes, c);
     }
-    scratch_base += kbytes;
+    scratch_base += kbytes;  // the kept halves' sum: below total unless blocks are uneven
     writers = kept;  // later steps read and write only inside the kept half
     // Out of place, the first step leaves the half it sent in the send buffer; later steps only
     // read the half they combined, which is in the receive buffer now.
@@ -124,6 +112,7 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     if (lower) hi = mid;
     else lo = mid;
   }
+  b.need_scratch(scratch_base);
   uint64_t off, bytes;
   range(lo, hi, &off, &bytes);
   StepId last = kNoStep;  // the owned range is final after `writers` (and the average)
