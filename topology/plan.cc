@@ -260,7 +260,6 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
   std::vector<PlanCandidate> out;
   // Weft's schedules cut every block into slices of at most kSliceBytes, one message each.
   const double kSliceBytes = 512.0 * 1024;
-  auto slices = [&](double bytes) { return std::max(1.0, std::ceil(bytes / kSliceBytes)); };
   // An algorithm's time: its latency terms plus the slower of its data transfer and, where ranks
   // outnumber a machine's cores, the waits for a core of the `steps` steps on its critical path
   // (HostCpu; the link moves data while a rank waits; with ranks <= cores the wait is 0).
@@ -315,26 +314,37 @@ std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, 
     }
     StageCost c = stage_cost(view, m, flows);
     if (c.b.gbs <= 0) c.b.add(m.edge(Path{PathClass::kSelf, Fabric::kNone, 0, 0}));
-    // A pipeline of k slices per half: k - 1 slices at the busiest NIC's pace, plus one slice's
-    // trip along the slowest root-to-leaf path (up, then down again for the all-reduce). With one
-    // slice (up to 1 MiB) that trip is the whole time: each hop waits for the previous one.
-    const double k = slices(half), slice = half / k;
-    double path = 0;
+    // A pipeline of k slices per half (slices of kSliceBytes / kTreeWindowSlices): k - 1 slices
+    // at the busiest NIC's pace, plus one slice's trip along the slowest root-to-leaf path (up,
+    // then down again for the all-reduce). With one slice that trip is the whole time: each hop
+    // waits for the previous one. The window (kTreeWindowSlices slices in flight per tree, trees.h)
+    // caps the pace at a window per round trip of a slice, hop latencies included.
+    const double k = std::max(1.0, std::ceil(half / (kSliceBytes / kTreeWindowSlices))), slice = half / k;
+    double path = 0, path_alpha = 0;
     for (const Tree& t : base.trees)
       for (int r = 0; r < p; ++r) {
-        double us = 0;
-        for (int u = r; t.parent[u] >= 0; u = t.parent[u]) us += transfer_us(slice, rank_edge(view, m, u, t.parent[u], false).gbs);
+        double us = 0, alpha = 0;
+        for (int u = r; t.parent[u] >= 0; u = t.parent[u]) {
+          const LinkCost e = rank_edge(view, m, u, t.parent[u], false);
+          us += transfer_us(slice, e.gbs);
+          alpha += e.alpha_us;
+        }
         path = std::max(path, us);
+        path_alpha = std::max(path_alpha, alpha);
       }
     const int trips = allreduce ? 2 : 1;
-    const double xfer = std::max(c.us, (k - 1) / k * c.us + trips * path), lat = trips * depth * c.b.alpha;
+    const double windowed = allreduce ? k / kTreeWindowSlices * 2 * (path + path_alpha) : 0;
+    const double xfer = std::max({c.us, (k - 1) / k * c.us + trips * path, windowed}), lat = trips * depth * c.b.alpha;
     int crossing = 0;
     for (const Flow& f : flows) crossing += view.node_of_rank[f.from] != view.node_of_rank[f.to];
     add(Algorithm::kDoubleBinaryTree, xfer, lat, c.b,
         {fmt::format("two complementary binary trees over {} ranks in node order (depth {}), half the data each", p, depth),
          fmt::format("{} of their {} edge directions cross between nodes; the busiest NIC carries {:.2f}x the buffer each way",
                      crossing, flows.size(), S > 0 ? c.nic_bytes / S : 0.0),
-         xfer > c.us * 1.0001
+         windowed > c.us * 1.0001 && windowed >= xfer
+             ? fmt::format("{:.0f} slices per half, {} in flight per tree: the window's round trip ({:.0f} us) sets the time, "
+                           "not the NIC", k, kTreeWindowSlices, 2 * (path + path_alpha))
+         : xfer > c.us * 1.0001
              ? fmt::format("{:.0f} slice{} per half: a slice's trip {} the deepest path ({:.0f} us) sets the time, not the NIC",
                            k, k == 1 ? "" : "s", allreduce ? "up and down" : "along", trips * path)
              : std::string("latency grows with log2(ranks) instead of ranks")},

@@ -7,6 +7,10 @@
 // Determinism: every rank combines slice j as own OP child0 OP child1 (children ascending); the
 // root's result is the only one that survives: it is broadcast, so every rank ends with the
 // root's bits, and the order of combination does not depend on timing.
+//
+// Flow control: slices are slice_bytes / topo::kTreeWindowSlices, and a rank's up-send of slice j
+// waits until slice j - kTreeWindowSlices has come back down to it (an end-to-end window per tree;
+// see topology/trees.h for why).
 #include "collectives/algorithms/builtin.h"
 #include "collectives/algorithms/slicing.h"
 #include "collectives/algorithms/tree.h"
@@ -32,7 +36,8 @@ void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
     const topo::Tree tree = rank_tree(opt, n, t);
     const uint64_t first = part_offset(a.count, 2, t), count = part_offset(a.count, 2, t + 1) - first;
     if (count == 0) continue;
-    const SlicedRange half(first, count, es, slices_for(count, es, opt.slice_bytes));
+    const SlicedRange half(first, count, es,
+                           slices_for(count, es, std::max<uint64_t>(opt.slice_bytes / topo::kTreeWindowSlices, es)));
     const int parent = tree.parent[r];
     const std::vector<int>& kids = tree.children[r];
     std::vector<SlotRing> slots;
@@ -40,6 +45,7 @@ void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
       slots.emplace_back(scratch, half.max_bytes(), kSlots);
       scratch = slots.back().end();
     }
+    std::vector<StepId> down;  // the receive of each slice from the parent, for the window
     for (uint64_t j = 0; j < half.slices; ++j) {
       const uint64_t off = half.off(j), bytes = half.bytes(j);
       if (!bytes) continue;
@@ -61,7 +67,9 @@ void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
         if (a.op == RedOp::kAvg) done = b.avg({Buf::kRecv, off}, bytes, {done});
       } else {
         StepId up = b.send(parent, acc, bytes, {acc_ready});
+        if (down.size() >= static_cast<size_t>(topo::kTreeWindowSlices)) b.add_dep(up, down[down.size() - topo::kTreeWindowSlices]);
         done = b.recv(parent, {Buf::kRecv, off}, bytes, {up});
+        down.push_back(done);
       }
       for (int kid : kids) b.send(kid, {Buf::kRecv, off}, bytes, {done});
     }

@@ -316,6 +316,38 @@ TEST(DoubleBinaryTree, FollowsTheNodes) {
   EXPECT_LT(total, total_naive);
 }
 
+// The tree's window: a rank starts with only kTreeWindowSlices up-sends of a tree it is a leaf in
+// (the lowest slices); each later one waits for a slice to come back down. Without the window a
+// leaf posts its whole half at once.
+TEST(DoubleBinaryTree, KeepsAWindowOfSlicesInFlight) {
+  const Algorithm* tree = find_algorithm("tree", CollectiveKind::kAllReduce);
+  ASSERT_NE(tree, nullptr);
+  AlgoOptions opt;  // default slice_bytes: slices of slice_bytes / kTreeWindowSlices
+  const uint64_t slice = opt.slice_bytes / topo::kTreeWindowSlices;
+  const uint64_t count = 2 * 10 * slice / 4 + 3;  // floats: 10 slices and a bit per half
+  for (int n : {4, 5, 8}) {
+    for (int r = 0; r < n; ++r) {
+      const Schedule s = build_schedule(*tree, {CollectiveKind::kAllReduce, count, DataType::kFloat32, RedOp::kSum, 0, false},
+                                        r, n, opt);
+      int leaf_of = 0;
+      for (int t = 0; t < 2; ++t) leaf_of += rank_tree(opt, n, t).is_leaf(r);
+      std::vector<uint64_t> free_sends;  // sends that wait for nothing
+      for (size_t i = 0; i < s.steps.size(); ++i)
+        if (s.steps[i].kind == StepKind::kSend && s.initial_deps[i] == 0) free_sends.push_back(s.steps[i].src.offset);
+      EXPECT_EQ(free_sends.size(), static_cast<size_t>(leaf_of * topo::kTreeWindowSlices)) << "n=" << n << " rank " << r;
+      for (uint64_t off : free_sends) {
+        const uint64_t half_start = off >= count / 2 * 4 ? count / 2 * 4 : 0;
+        EXPECT_LT(off - half_start, topo::kTreeWindowSlices * slice) << "n=" << n << " rank " << r;
+      }
+    }
+  }
+  for (int n : {4, 5, 8})
+    for (uint64_t seed = 1; seed <= 3; ++seed) {
+      CollCase c{CollectiveKind::kAllReduce, DataType::kFloat32, RedOp::kSum, count, n, 0, false};
+      EXPECT_EQ(run_case(*tree, c, opt, seed), "") << "n=" << n;
+    }
+}
+
 TEST(AlgorithmTable, EveryCollectiveHasAnAlgorithmAndIdsAreUniquePerKind) {
   for (int k = 0; k < kNumCollectiveKinds; ++k) {
     auto kind = static_cast<CollectiveKind>(k);

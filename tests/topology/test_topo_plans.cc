@@ -316,13 +316,28 @@ TEST(TopoPlans, TreeAndHalvingDoublingCountTheirNicBytes) {
       }
     }
   }
-  // 1 MiB on 3x2: one 512 KiB slice per half goes up 3 hops between nodes and down again, one hop
-  // after the other: 6 x 0.5 MiB, three times the buffer, more than the NIC's 2 x 1 MiB.
+  // 1 MiB on 3x2: 4 slices of 128 KiB per half; the busiest NIC moves 3 of them (3/4 x 2 MiB)
+  // while the last one goes up 3 hops between nodes and down again, one hop after the other
+  // (6 x 128 KiB): 2.25 times the buffer, more than the NIC's 2 x 1 MiB.
   auto view = make_uniform_cluster(cpu, 3, 2);
   for (auto& b : view.bindings) b.nic = view.bindings[0].nic, b.numa = 0;
   for (const auto& p : rank_plans(view, Collective::kAllReduce, 1 << 20, m))
     if (p.plan.algorithm == Algorithm::kDoubleBinaryTree) {
-      EXPECT_NEAR(p.predicted_us / ((1 << 20) / 100.0), 3.0, 0.01);
+      EXPECT_NEAR(p.predicted_us / ((1 << 20) / 100.0), 2.25, 0.01);
+    }
+  // A long round trip: the window (kTreeWindowSlices slices in flight per tree) sets the pace.
+  // 4x1, 1 ms per hop, 100 GB/s: 256 slices of 128 KiB per half of 64 MiB, 4 per round trip of
+  // 2 hops up and 2 down, plus the latency of the last slice's trip.
+  CostModel slow = CostModel::defaults();
+  slow.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 100, "alpha_us": 1000}, "classes": {"X": {"alpha_us": 0, "gbs": 1000}}})"));
+  auto four = make_uniform_cluster(cpu, 4, 1);
+  for (const auto& p : rank_plans(four, Collective::kAllReduce, size_t{64} << 20, slow))
+    if (p.plan.algorithm == Algorithm::kDoubleBinaryTree) {
+      const double trip = 4 * (1000 + 131072 / 1e5);
+      EXPECT_NEAR(p.predicted_us, 256.0 / kTreeWindowSlices * trip + 4 * 1000, 0.01 * p.predicted_us);
+      EXPECT_NE(p.plan.reasons.end(), std::find_if(p.plan.reasons.begin(), p.plan.reasons.end(), [](const std::string& s) {
+                  return s.find("window") != std::string::npos;
+                }));
     }
 }
 
