@@ -256,6 +256,48 @@ TEST(AlgoSim, TreeAndHalvingDoublingFollowTheNodes) {
   }
 }
 
+// Halving-doubling keeps its steps apart on the wire: the first doubling send waits (directly or
+// not) for every send of the last halving step, even where the owned block is final earlier.
+TEST(AlgoSim, HalvingDoublingStartsDoublingAfterTheLastHalvingSends) {
+  const Algorithm* rhd = find_algorithm("rhd", CollectiveKind::kAllReduce);
+  ASSERT_NE(rhd, nullptr);
+  for (int n : {4, 6, 8}) {
+    AlgoOptions opt;
+    opt.slice_bytes = 64;
+    CollectiveArgs a{CollectiveKind::kAllReduce, 4096, DataType::kFloat32, RedOp::kSum, 0, false};
+    for (int r = 0; r < n; ++r) {
+      const Schedule s = build_schedule(*rhd, a, r, n, opt);
+      // The partner at distance p/2 gets the last halving step's slices, then the first doubling
+      // send; ranks folded away take no part.
+      std::map<int, std::vector<StepId>> sends;
+      for (StepId i = 0; i < s.steps.size(); ++i)
+        if (s.steps[i].kind == StepKind::kSend) sends[s.steps[i].peer].push_back(i);
+      std::vector<StepId> last_halving;
+      StepId first_doubling = kNoStep;
+      // Halving and the fold send slices of at most slice_bytes; doubling sends whole blocks.
+      StepId last_sliced = 0;
+      for (StepId i = 0; i < s.steps.size(); ++i)
+        if (s.steps[i].kind == StepKind::kSend && s.steps[i].bytes <= opt.slice_bytes && i > last_sliced) last_sliced = i;
+      for (StepId i = last_sliced + 1; i < s.steps.size() && first_doubling == kNoStep; ++i)
+        if (s.steps[i].kind == StepKind::kSend) first_doubling = i;
+      if (first_doubling == kNoStep) continue;  // a folded-away rank
+      const int partner = s.steps[first_doubling].peer;
+      for (StepId id : sends[partner])
+        if (id < first_doubling) last_halving.push_back(id);
+      ASSERT_FALSE(last_halving.empty()) << "n=" << n << " rank " << r;
+      std::vector<char> seen(s.steps.size(), 0);
+      std::vector<StepId> todo{first_doubling};
+      while (!todo.empty()) {
+        StepId x = todo.back();
+        todo.pop_back();
+        for (uint32_t k = 0; k < s.steps[x].dep_count; ++k)
+          if (StepId d = s.deps[s.steps[x].dep_begin + k]; !seen[d]) seen[d] = 1, todo.push_back(d);
+      }
+      for (StepId id : last_halving) EXPECT_TRUE(seen[id]) << "n=" << n << " rank " << r << ": send " << id;
+    }
+  }
+}
+
 TEST(DoubleBinaryTree, TreesAreValidAndComplementary) {
   for (int n = 1; n <= 70; ++n) {
     std::vector<int> inner(n, 0);
