@@ -13,7 +13,7 @@ namespace weft::topo {
 // slice_bytes per rank in flight. Without that window a leaf posts its whole half at once; over a
 // transport that sends eagerly in order per connection (UCX over TCP), the other tree's slices on
 // the same connection then queue behind it and the two trees stall each other (4 nodes x 1 rank,
-// 1 Gbit/s: 1.55x the ring's time instead of the 1.33x their bytes allow).
+// 1 Gbit/s: 1.6x the ring's time instead of the 1.33x their bytes allow).
 inline constexpr int kTreeWindowSlices = 4;
 
 // A rooted tree over vertices 0..n-1.

@@ -136,7 +136,7 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     // The first doubling send also waits for the last halving step's sends: the owned block
     // is often final before the rest of that step has crossed (its slices came first), and
     // sending it then puts two steps on one NIC at once, slowing the step still on the
-    // critical path (3 nodes x 2 ranks, 64 MiB: 1.45 -> 1.29 s).
+    // critical path (3 nodes x 2 ranks, 64 MiB: 1.45-1.48 -> 1.28-1.31 s).
     if (s != kNoStep && m == p / 2)
       for (StepId x : step_sends) b.add_dep(s, x);
     if (pbytes) {
