@@ -166,6 +166,25 @@ weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newc
   });
 }
 
+weftResult_t weftCommSplitLevel(weftComm_t comm, weftLevel_t level, weftComm_t* newcomm) {
+  if (!newcomm) return record(comm, weftInvalidArgument, "weftCommSplitLevel: newcomm is NULL");
+  *newcomm = nullptr;
+  if (level != weftLevelNode && level != weftLevelRail) {
+    return record(comm, weftInvalidArgument,
+                  fmt::format("weftCommSplitLevel: level {} is not weftLevelNode (0) or weftLevelRail (1)",
+                              static_cast<int>(level)));
+  }
+  return guarded(comm, [&] {
+    auto c = live(comm, "weftCommSplitLevel");
+    const int node = c->node(), local = c->local_rank();
+    auto impl = level == weftLevelNode ? c->split(node, local) : c->split(local, node);
+    auto* n = new weftComm{std::move(impl)};
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_comms.insert(n);
+    *newcomm = n;
+  });
+}
+
 weftResult_t weftCommSetAlgorithm(weftComm_t comm, const char* algorithm) {
   return guarded(comm, [&] { live(comm, "weftCommSetAlgorithm")->set_algorithm(algorithm ? algorithm : ""); });
 }

@@ -66,6 +66,16 @@ WEFT_API weftResult_t weftCommInitFromEnv(weftComm_t* comm);
 /// Splits a communicator: ranks with the same color form a new one, ordered by key then rank.
 /// A negative color gives *newcomm == NULL. Collective over comm.
 WEFT_API weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm);
+/// The levels of a job's hierarchy (the groups the hierarchical collectives work in).
+typedef enum {
+  weftLevelNode = 0,  ///< the ranks of this rank's node, by local rank (MPI_COMM_TYPE_SHARED; Horovod's local)
+  weftLevelRail = 1,  ///< the ranks with this rank's local rank, one per node, by node: its rail (Horovod's cross)
+  weftNumLevels = 2
+} weftLevel_t;
+/// Splits comm into the groups of one level: a weftCommSplit by node (weftLevelNode) or by local
+/// rank (weftLevelRail), as weftCommNode / weftCommLocalRank report them. Collective over comm;
+/// every rank must pass the same level (weftInvalidArgument for an unknown one).
+WEFT_API weftResult_t weftCommSplitLevel(weftComm_t comm, weftLevel_t level, weftComm_t* newcomm);
 /// Forces the algorithm of the collectives submitted on comm after this call, as WEFT_ALGO does
 /// for the whole process: "ring", "tree", "rhd", "hier", "chain", "binomial", ... (docs/ALGORITHMS.md);
 /// a collective that has no such algorithm uses its automatic choice. NULL or "" restores the

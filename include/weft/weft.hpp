@@ -117,6 +117,12 @@ class Comm {
     detail::check(weftCommSplit(c_, color, key, &n), c_);
     return Comm(n);
   }
+  // weftCommSplitLevel: the ranks of this node (weftLevelNode) or of this rank's rail (weftLevelRail).
+  Comm split_level(weftLevel_t level) const {
+    weftComm_t n = nullptr;
+    detail::check(weftCommSplitLevel(c_, level, &n), c_);
+    return Comm(n);
+  }
   void abort() { detail::check(weftCommAbort(c_), c_); }
   // weftCommSetAlgorithm: "" restores the automatic choice.
   void set_algorithm(const std::string& algorithm) { detail::check(weftCommSetAlgorithm(c_, algorithm.c_str()), c_); }

@@ -7,6 +7,8 @@
 //   abort            rank 0 aborts its communicator from another thread while waiting
 //   abort-async      rank 0 aborts from another thread while three asynchronous calls wait
 //   argerror         every rank passes a bad root first: an argument error, then a correct call
+//   levels           ranks 2k and 2k+1 act as node k (WEFT_NODE_ID); weftCommSplitLevel's node and
+//                    rail communicators hold the expected ranks, in order, and all-reduce over them
 // After an error every mode checks that the communicator is broken, not half-broken: one more
 // call must fail at once with the original cause ("rank R: AFTER <code> <ms> <message>").
 // Exit status: 0 when the mode's expectation held on this rank; the last line on stdout says
@@ -17,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -179,18 +182,64 @@ int arg_error(weft::Comm& comm) {
   return 0;
 }
 
+// Node k = world ranks 2k, 2k+1 (the last node may have one). Each level's communicator must hold
+// exactly the ranks that share this rank's node (or local rank), ordered by local rank (or node),
+// and an all-reduce over it must add up exactly their world ranks.
+int levels(weft::Comm& comm) {
+  const int n = comm.size(), r = comm.rank();
+  if (comm.local_rank() != r % 2 || comm.local_size() != std::min(2, n - r / 2 * 2)) {
+    std::printf("rank %d: WRONG local rank %d of %d\n", r, comm.local_rank(), comm.local_size());
+    return 1;
+  }
+  for (weftLevel_t level : {weftLevelNode, weftLevelRail}) {
+    std::vector<int> members;  // world ranks of the group, in the level's order
+    for (int q = 0; q < n; ++q)
+      if (level == weftLevelNode ? q / 2 == r / 2 : q % 2 == r % 2) members.push_back(q);
+    weft::Comm sub = comm.split_level(level);
+    const int want_rank = static_cast<int>(std::find(members.begin(), members.end(), r) - members.begin());
+    double sum = r, want = 0;
+    for (int q : members) want += q;
+    sub.all_reduce(&sum, &sum, 1, weft::Float64, weft::Sum);
+    // Who is where: every member's world rank, gathered in the sub-communicator's order.
+    std::vector<int32_t> order(members.size(), -1);
+    int32_t me = r;
+    sub.all_gather(&me, order.data(), 1, weft::Int32);
+    const char* name = level == weftLevelNode ? "node" : "rail";
+    if (sub.size() != static_cast<int>(members.size()) || sub.rank() != want_rank || sum != want ||
+        !std::equal(order.begin(), order.end(), members.begin())) {
+      std::printf("rank %d: WRONG %s communicator: rank %d of %d (expected %d of %zu), sum %g (expected %g)\n", r, name,
+                  sub.rank(), sub.size(), want_rank, members.size(), sum, want);
+      return 1;
+    }
+  }
+  weftComm_t none = nullptr;
+  if (weftCommSplitLevel(comm.get(), static_cast<weftLevel_t>(7), &none) != weftInvalidArgument || none) {
+    std::printf("rank %d: WRONG an unknown level was accepted\n", r);
+    return 1;
+  }
+  std::printf("rank %d: OK levels\n", r);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "check";
+  if (!std::strcmp(mode, "levels")) {
+    const char* rank = std::getenv("WEFT_RANK");
+    const std::string node = "node" + std::to_string(rank ? std::atoi(rank) / 2 : 0);
+    setenv("WEFT_NODE_ID", node.c_str(), 1);
+  }
   try {
     weft::Comm comm = weft::Comm::from_env();
     int rc = !std::strcmp(mode, "check")         ? check(comm)
              : !std::strcmp(mode, "abort-async") ? abort_async(comm)
              : !std::strcmp(mode, "argerror")    ? arg_error(comm)
+             : !std::strcmp(mode, "levels")      ? levels(comm)
                                                  : expect_failure(comm, mode);
     std::fflush(stdout);
-    if (std::strcmp(mode, "check") != 0 && std::strcmp(mode, "argerror") != 0) _exit(rc);  // a broken communicator: leave without teardown
+    if (std::strcmp(mode, "check") != 0 && std::strcmp(mode, "argerror") != 0 && std::strcmp(mode, "levels") != 0)
+      _exit(rc);  // a broken communicator: leave without teardown
     return rc;
   } catch (const weft::Error& e) {
     std::printf("rank ?: FATAL %d %s\n", static_cast<int>(e.code()), e.what());

@@ -28,6 +28,17 @@ TEST_P(Processes, CollectivesAreCorrect) {
 }
 INSTANTIATE_TEST_SUITE_P(Ranks, Processes, ::testing::Values(2, 3, 4));
 
+// weftCommSplitLevel: 4 ranks as 2 nodes of 2, and 5 as nodes of 2, 2 and 1 (uneven rails).
+TEST(Levels, NodeAndRailCommunicators) {
+  for (int n : {4, 5}) {
+    auto rs = run_job(n, {WEFT_TEST_RANK, "levels"});
+    for (size_t r = 0; r < rs.size(); ++r) {
+      EXPECT_EQ(rs[r].status, 0) << dump(rs);
+      EXPECT_NE(rs[r].output.find("OK levels"), std::string::npos) << dump(rs);
+    }
+  }
+}
+
 // Every survivor of a failure must get an error (not hang) well within the timeout.
 // Time to error: each survivor prints "rank R: ERROR <code> <ms> <message>"; the figures are
 // printed for docs/RELIABILITY.md. After the error each rank checked that the next call fails at

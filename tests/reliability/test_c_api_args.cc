@@ -90,6 +90,7 @@ TEST_F(CApi, NullCommunicatorEverywhere) {
       {"weftCommAbort", [&] { return weftCommAbort(nullptr); }},
       {"weftCommDestroy", [&] { return weftCommDestroy(nullptr); }},
       {"weftCommSplit", [&] { weftComm_t n; return weftCommSplit(nullptr, 0, 0, &n); }},
+      {"weftCommSplitLevel", [&] { weftComm_t n; return weftCommSplitLevel(nullptr, weftLevelNode, &n); }},
       {"weftCommSetAlgorithm", [&] { return weftCommSetAlgorithm(nullptr, "ring"); }},
       {"weftAllReduce", [&] { return weftAllReduce(a.p(), b.p(), kElems, f32, weftSum, nullptr); }},
       {"weftAllReduceAsync", [&] { return weftAllReduceAsync(a.p(), b.p(), kElems, f32, weftSum, nullptr, &req); }},
@@ -128,6 +129,10 @@ TEST_F(CApi, NullOutputsAndNullRequests) {
   expect_rejected("node", weftCommNode(comm_, &x, nullptr), {kArg}, a, b, "weftCommNode");
   expect_rejected("init", weftCommInitFromEnv(nullptr), {kArg}, a, b, "weftCommInitFromEnv");
   expect_rejected("split", weftCommSplit(comm_, 0, 0, nullptr), {kArg}, a, b, "weftCommSplit");
+  expect_rejected("split level", weftCommSplitLevel(comm_, weftLevelRail, nullptr), {kArg}, a, b, "weftCommSplitLevel");
+  weftComm_t lvl = nullptr;
+  expect_rejected("bad level", weftCommSplitLevel(comm_, weftNumLevels, &lvl), {kArg}, a, b, "weftCommSplitLevel");
+  EXPECT_EQ(lvl, nullptr);
   expect_rejected("wait", weftWait(nullptr, 0), {kArg}, a, b, "weftWait");
   expect_rejected("test", weftTest(nullptr, &x), {kArg, kUse}, a, b, "weftTest");
   expect_rejected("test done", weftTest(nullptr, nullptr), {kArg}, a, b, "weftTest");
