@@ -397,6 +397,35 @@ void check_xml_declaration(std::string_view xml, const std::string& source) {
 
 }  // namespace
 
+// hwloc's bitmap text: comma-separated 32-bit chunks, most significant first, each "0x" and hex
+// digits or empty (a zero chunk: "0x00000001,,0x00010000"), optionally led by "0xf...f," (the
+// bits above are set; "0xf...f" alone: all set). hwloc 2.9's own parser counts the chunks from the
+// second character on and asserts when there are more, so a set whose first chunk is empty
+// (",x0000", "0xf...f,,0x1") aborts the process (fuzzing); a set must have this shape before
+// hwloc_bitmap_sscanf sees it.
+static bool hwloc_bitmap_text(std::string_view t) {
+  constexpr std::string_view kInfinite = "0xf...f";
+  if (t.substr(0, kInfinite.size()) == kInfinite) {
+    t.remove_prefix(kInfinite.size());
+    if (t.empty()) return true;
+    if (t.front() != ',') return false;
+    t.remove_prefix(1);
+  }
+  for (bool first = true;; first = false) {
+    const size_t comma = t.find(',');
+    const std::string_view chunk = t.substr(0, comma);
+    if (chunk.empty()) {
+      if (first) return false;
+    } else {
+      if (chunk.size() < 3 || chunk.size() > 18 || chunk[0] != '0' || (chunk[1] != 'x' && chunk[1] != 'X')) return false;
+      for (char c : chunk.substr(2))
+        if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+    }
+    if (comma == std::string_view::npos) return true;
+    t.remove_prefix(comma + 1);
+  }
+}
+
 NodeTopology read_hwloc_xml(std::string_view xml, const std::string& source) {
   pugi::xml_document doc;
   detail::parse_xml_checked(doc, xml, source);
@@ -430,6 +459,10 @@ NodeTopology read_hwloc_xml(std::string_view xml, const std::string& source) {
       // ... and trusts that each set is part of its complete set (fuzzing found crashes on an
       // empty or unparsable complete_cpuset).
       for (auto [part, whole] : {std::pair{"cpuset", "complete_cpuset"}, std::pair{"nodeset", "complete_nodeset"}}) {
+        if (!hwloc_bitmap_text(o.attribute(part).value()) || !hwloc_bitmap_text(o.attribute(whole).value()))
+          fail(ErrorCode::kInvalidArgument,
+               "{}: hwloc XML object of type '{}' at offset {}: '{}' or '{}' is not a bitmap (comma-separated "
+               "chunks of 0x and hex digits, the first not empty)", source, type.substr(0, 32), static_cast<long long>(o.offset_debug()), part, whole);
         hwloc_bitmap_t a = hwloc_bitmap_alloc(), b = hwloc_bitmap_alloc();
         const bool parsed = a && b && hwloc_bitmap_sscanf(a, o.attribute(part).value()) == 0 &&
                             hwloc_bitmap_sscanf(b, o.attribute(whole).value()) == 0;
