@@ -1,13 +1,17 @@
 // Starts N real processes of a program as the ranks of a job described by WEFT_* variables (no
 // MPI), collects each one's exit status and output, and kills whatever outlives the deadline.
 #pragma once
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -22,9 +26,33 @@ struct RankResult {
   double seconds = 0;
 };
 
+// A port for the job's store: below the kernel's ephemeral range (ip_local_port_range), so that
+// no socket bound to port 0 meanwhile (UCX listeners of earlier tests' ranks still exiting,
+// clients) can take it before rank 0 binds it, and free when picked. A random pick in 20000-50000
+// overlapped the ephemeral range and once failed a CI run ("cannot bind 0.0.0.0:44132: Address
+// already in use").
 inline int free_port() {
   static std::mt19937 rng(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(time(nullptr)));
-  return 20000 + static_cast<int>(rng() % 30000);
+  int low = 32768;
+  if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    int lo = 0, hi = 0;
+    if (std::fscanf(f, "%d %d", &lo, &hi) == 2 && lo > 12000) low = lo;
+    std::fclose(f);
+  }
+  for (int attempt = 0;; ++attempt) {
+    const int port = 10000 + static_cast<int>(rng() % static_cast<unsigned>(low - 10000));
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return port;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (ok || attempt >= 50) return port;
+  }
 }
 
 inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& argv,
