@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "collectives/reduce_kernels_impl.h"
-#include "runtime/log.h"
+#include "runtime/base/log.h"
 
 namespace weft {
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft {
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft::launcher {
 

@@ -8,8 +8,8 @@
 
 #include "launcher/mpi_command.h"
 #include "launcher/spawner.h"
-#include "runtime/error.h"
-#include "runtime/tcp_store.h"
+#include "runtime/base/error.h"
+#include "runtime/store/tcp_store.h"
 
 extern char** environ;
 

@@ -8,7 +8,7 @@
 #include "launcher/node_topology.h"
 #include "launcher/options.h"
 #include "launcher/spawner.h"
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 extern char** environ;
 

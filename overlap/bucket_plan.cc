@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <map>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft::overlap {
 

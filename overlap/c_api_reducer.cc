@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "overlap/reducer.h"
-#include "runtime/c_api_internal.h"
+#include "runtime/api/c_api_internal.h"
 
 struct weftReducer {
   weftComm_t comm;
@@ -22,19 +22,7 @@ using weft::ErrorCode;
 std::mutex g_mu;
 std::unordered_set<weftReducer_t> g_reducers;
 
-template <typename F>
-weftResult_t guarded(weftComm_t comm, F&& f) {
-  try {
-    f();
-    return weftSuccess;
-  } catch (const Error& e) {
-    return weft::capi::record_error(comm, static_cast<weftResult_t>(static_cast<int>(e.code())), e.what());
-  } catch (const std::bad_alloc&) {
-    return weft::capi::record_error(comm, weftSystemError, "out of memory");
-  } catch (const std::exception& e) {
-    return weft::capi::record_error(comm, weftInternalError, e.what());
-  }
-}
+using weft::capi::guarded;
 
 // Runs f on a live reducer's implementation.
 template <typename F>

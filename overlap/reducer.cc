@@ -4,9 +4,9 @@
 #include <numeric>
 
 #include "overlap/reducer_impl.h"
-#include "runtime/config.h"
-#include "runtime/error.h"
-#include "runtime/log.h"
+#include "runtime/base/config.h"
+#include "runtime/base/error.h"
+#include "runtime/base/log.h"
 
 namespace weft::overlap {
 

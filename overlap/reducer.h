@@ -20,7 +20,7 @@
 #include "overlap/bucket_plan.h"
 #include "overlap/compression.h"
 #include "overlap/timeline.h"
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 
 namespace weft::overlap {
 

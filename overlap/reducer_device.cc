@@ -2,12 +2,12 @@
 
 #include <thread>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 #include "weft/config.h"
 #if WEFT_HAVE_NCCL
 #include <cuda_runtime_api.h>
 
-#include "runtime/nccl/device.h"
+#include "runtime/transport/nccl/device.h"
 #endif
 
 namespace weft::overlap {

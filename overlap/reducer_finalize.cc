@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "overlap/reducer_impl.h"
-#include "runtime/error.h"
-#include "runtime/log.h"
+#include "runtime/base/error.h"
+#include "runtime/base/log.h"
 
 namespace weft::overlap {
 

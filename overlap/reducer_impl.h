@@ -9,7 +9,7 @@
 
 #include "overlap/reducer.h"
 #include "overlap/reducer_device.h"
-#include "runtime/work.h"
+#include "runtime/comm/work.h"
 
 namespace weft::overlap {
 

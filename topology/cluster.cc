@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <map>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft::topo {
 

@@ -1,11 +1,10 @@
 // ClusterView: every rank's node and devices, built from one (node key, NodeSummary, Binding) per
-// rank. gather_cluster_view() exchanges them through the Store; build_cluster_view() is the pure
-// part (what tests use).
+// rank (build_cluster_view; the ranks' records travel as encode_rank_info's JSON).
 #pragma once
 #include <string>
 #include <vector>
 
-#include "runtime/store.h"
+#include "runtime/base/bytes.h"
 #include "topology/summary.h"
 
 namespace weft::topo {
@@ -46,9 +45,5 @@ std::string local_node_key(const NodeSummary& s);
 // Wire format of one RankInfo (JSON text).
 Bytes encode_rank_info(const RankInfo& info);
 RankInfo decode_rank_info(const Bytes& bytes);
-
-// All ranks call this collectively; uses store_all_gather under key "topo/cluster".
-ClusterView gather_cluster_view(Store& store, int rank, int size, const NodeSummary& mine,
-                                const Binding& binding, Millis timeout);
 
 }  // namespace weft::topo

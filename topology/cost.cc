@@ -4,7 +4,7 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft::topo {
 

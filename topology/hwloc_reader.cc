@@ -13,7 +13,7 @@
 #include <set>
 #include <string>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 #include "topology/discovery.h"
 #include "topology/reader_util.h"
 

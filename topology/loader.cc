@@ -6,8 +6,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/error.h"
-#include "runtime/log.h"
+#include "runtime/base/error.h"
+#include "runtime/base/log.h"
 #include "topology/discovery.h"
 #include "topology/reader_util.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft::topo {
 

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <map>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 #include "topology/discovery.h"
 #include "topology/reader_util.h"
 

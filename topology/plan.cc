@@ -6,7 +6,7 @@
 #include <map>
 #include <set>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 #include "topology/ring.h"
 
 namespace weft::topo {

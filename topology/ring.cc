@@ -4,7 +4,7 @@
 #include <limits>
 #include <numeric>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft::topo {
 

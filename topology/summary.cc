@@ -5,7 +5,7 @@
 #include <map>
 #include <set>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 #include "topology/paths.h"
 #include "topology/ring.h"
 

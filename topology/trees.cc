@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft::topo {
 

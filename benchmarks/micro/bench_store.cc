@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/tcp_store.h"
+#include "runtime/store/tcp_store.h"
 
 namespace {
 

@@ -16,9 +16,9 @@
 
 #include "model_file.h"
 #include "overlap/reducer.h"
-#include "runtime/bootstrap.h"
-#include "runtime/config.h"
-#include "runtime/log.h"
+#include "runtime/bootstrap/bootstrap.h"
+#include "runtime/base/config.h"
+#include "runtime/base/log.h"
 
 using namespace weft;
 using namespace weft::overlap;

@@ -2,7 +2,7 @@
 #include "collectives/algorithms/builtin.h"
 #include "collectives/algorithms/ring.h"
 #include "collectives/collective.h"
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft {
 

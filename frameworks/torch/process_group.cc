@@ -8,8 +8,8 @@
 
 #include "frameworks/torch/store_adapter.h"
 #include "frameworks/torch/tensors.h"
-#include "runtime/error.h"
-#include "runtime/log.h"
+#include "runtime/base/error.h"
+#include "runtime/base/log.h"
 
 namespace weft::torch_backend {
 namespace {

@@ -18,7 +18,7 @@
 #include <mutex>
 #include <thread>
 
-#include "runtime/communicator.h"
+#include "runtime/comm/communicator.h"
 
 namespace weft::torch_backend {
 

@@ -2,7 +2,7 @@
 
 #include <string_view>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft::torch_backend {
 namespace {

@@ -6,7 +6,7 @@
 #pragma once
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
-#include "runtime/store.h"
+#include "runtime/store/store.h"
 
 namespace weft::torch_backend {
 

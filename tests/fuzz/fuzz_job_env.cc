@@ -6,9 +6,9 @@
 #include <map>
 #include <string>
 
-#include "runtime/config.h"
-#include "runtime/error.h"
-#include "runtime/job_env.h"
+#include "runtime/base/config.h"
+#include "runtime/base/error.h"
+#include "runtime/bootstrap/job_env.h"
 
 using namespace weft;
 

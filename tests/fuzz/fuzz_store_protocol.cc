@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "runtime/error.h"
-#include "runtime/store_protocol.h"
+#include "runtime/base/error.h"
+#include "runtime/store/store_protocol.h"
 
 using namespace weft;
 using namespace weft::store_proto;

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 #include "topology/discovery.h"
 #include "topology/summary.h"
 

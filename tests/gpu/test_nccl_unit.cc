@@ -8,11 +8,11 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/memory_store.h"
-#include "runtime/nccl/device.h"
-#include "runtime/nccl/hier_plan.h"
-#include "runtime/nccl/nccl_map.h"
-#include "runtime/nccl/unique_id.h"
+#include "runtime/store/memory_store.h"
+#include "runtime/transport/nccl/device.h"
+#include "runtime/transport/nccl/hier_plan.h"
+#include "runtime/transport/nccl/nccl_map.h"
+#include "runtime/transport/nccl/unique_id.h"
 
 namespace weft::nccl {
 namespace {

@@ -13,8 +13,8 @@
 #include <string>
 
 #include "launcher/binding.h"
-#include "runtime/job_env.h"
-#include "runtime/tcp_store.h"
+#include "runtime/bootstrap/job_env.h"
+#include "runtime/store/tcp_store.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include "launcher/binding.h"
 #include "launcher/mpi_command.h"
 #include "launcher/options.h"
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 namespace weft::launcher {
 namespace {

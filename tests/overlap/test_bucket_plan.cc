@@ -8,7 +8,7 @@
 #include "overlap/bucket_plan.h"
 #include "overlap/compression.h"
 #include "overlap/timeline.h"
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 
 using namespace weft;
 using namespace weft::overlap;

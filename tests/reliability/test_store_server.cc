@@ -12,9 +12,9 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/error.h"
-#include "runtime/store_protocol.h"
-#include "runtime/tcp_store.h"
+#include "runtime/base/error.h"
+#include "runtime/store/store_protocol.h"
+#include "runtime/store/tcp_store.h"
 
 using namespace weft;
 using namespace weft::store_proto;

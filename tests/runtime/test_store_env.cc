@@ -5,10 +5,10 @@
 #include <map>
 #include <thread>
 
-#include "runtime/error.h"
-#include "runtime/job_env.h"
-#include "runtime/memory_store.h"
-#include "runtime/tcp_store.h"
+#include "runtime/base/error.h"
+#include "runtime/bootstrap/job_env.h"
+#include "runtime/store/memory_store.h"
+#include "runtime/store/tcp_store.h"
 
 using namespace weft;
 using namespace std::chrono_literals;

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/communicator.h"
-#include "runtime/inproc/inproc_transport.h"
-#include "runtime/memory_store.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/transport/inproc/inproc_transport.h"
+#include "runtime/store/memory_store.h"
 
 namespace weft::test {
 

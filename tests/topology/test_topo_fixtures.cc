@@ -3,7 +3,7 @@
 
 #include <cstdlib>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 #include "topology/discovery.h"
 #include "topo_test_util.h"
 

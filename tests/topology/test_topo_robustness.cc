@@ -7,7 +7,7 @@
 #include <random>
 #include <sstream>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 #include "topo_test_util.h"
 
 namespace weft::topo {

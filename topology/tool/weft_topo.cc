@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "runtime/error.h"
+#include "runtime/base/error.h"
 #include "topology/topology.h"
 
 namespace {

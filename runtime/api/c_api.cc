@@ -1,0 +1,351 @@
+// The C API: argument checks, handle registries (so that a destroyed communicator or a request
+// waited twice is an error, not a crash), and weft::Error -> weftResult_t.
+#include <weft/weft.h>
+
+#include <mutex>
+#include <unordered_set>
+
+#include "runtime/bootstrap/bootstrap.h"
+#include "runtime/api/c_api_internal.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/base/log.h"
+#include "weft/config.h"
+
+struct weftComm {
+  std::shared_ptr<weft::Communicator> impl;
+};
+struct weftRequest {
+  std::shared_ptr<weft::Work> work;
+  weftComm_t comm;
+};
+
+namespace {
+
+using weft::CollectiveArgs;
+using weft::CollectiveKind;
+using weft::Error;
+using weft::ErrorCode;
+
+std::mutex g_mu;
+std::unordered_set<weftComm_t> g_comms;
+std::unordered_set<weftRequest_t> g_requests;
+thread_local std::string t_last_error;
+
+weftResult_t record(weftComm_t comm, weftResult_t code, const std::string& msg) {
+  t_last_error = msg;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (comm && g_comms.count(comm)) comm->impl->set_last_error(msg);
+  return code;
+}
+
+using weft::capi::guarded;
+
+std::shared_ptr<weft::Communicator> live(weftComm_t comm, const char* fn) {
+  if (!comm) throw Error(ErrorCode::kInvalidArgument, std::string(fn) + ": comm is NULL");
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_comms.count(comm)) {
+    throw Error(ErrorCode::kInvalidUsage, std::string(fn) + ": comm is not a live communicator (destroyed, or never created)");
+  }
+  return comm->impl;
+}
+
+void check_enums(const char* fn, int dtype, int op, bool reducing) {
+  if (!weft::dtype_valid(dtype)) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: datatype {} is not a weftDataType_t", fn, dtype));
+  }
+  if (reducing && !weft::redop_valid(op)) {
+    throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: op {} is not a weftRedOp_t", fn, op));
+  }
+}
+
+weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* recv, size_t count, int dtype, int op,
+                   int root, weftComm_t comm, weftRequest_t* request, void* stream = nullptr, bool on_stream = false) {
+  if (request) *request = nullptr;  // never a stale handle when the call fails
+#if !WEFT_HAVE_NCCL
+  if (on_stream) return record(comm, weftInvalidUsage, std::string(fn) + ": built without NCCL (no device buffers or streams)");
+#endif
+  return guarded(comm, [&] {
+    auto c = live(comm, fn);
+    bool reducing = kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter || kind == CollectiveKind::kReduce;
+    check_enums(fn, dtype, op, reducing);
+    CollectiveArgs a;
+    a.kind = kind;
+    a.count = count;
+    a.dtype = static_cast<weft::DataType>(dtype);
+    a.op = reducing ? static_cast<weft::RedOp>(op) : weft::RedOp::kSum;
+    a.root = root;
+    auto work = c->submit(a, send, recv, request != nullptr, stream, on_stream);
+    if (request) {
+      auto* r = new weftRequest{std::move(work), comm};
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_requests.insert(r);
+      *request = r;
+    }
+  });
+}
+
+weftResult_t need_request(const char* fn, weftComm_t comm, weftRequest_t* request) {
+  if (!request) return record(comm, weftInvalidArgument, std::string(fn) + ": request is NULL");
+  return weftSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+weftResult_t weftGetVersion(int* version) {
+  if (!version) return record(nullptr, weftInvalidArgument, "weftGetVersion: version is NULL");
+  *version = WEFT_VERSION_MAJOR * 10000 + WEFT_VERSION_MINOR * 100 + WEFT_VERSION_PATCH;
+  return weftSuccess;
+}
+
+const char* weftGetErrorString(weftResult_t result) {
+  switch (result) {
+    case weftSuccess: return "success";
+    case weftInvalidArgument: return "invalid argument";
+    case weftInvalidUsage: return "invalid usage";
+    case weftSystemError: return "system error";
+    case weftRemoteError: return "remote error";
+    case weftTimeout: return "timeout";
+    case weftInternalError: return "internal error";
+    default: return "unknown weftResult_t";
+  }
+}
+
+const char* weftGetLastErrorMessage(void) { return t_last_error.c_str(); }
+
+const char* weftCommGetLastError(weftComm_t comm) {
+  static thread_local std::string copy;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!comm || !g_comms.count(comm)) {
+    copy = "not a live communicator";
+    return copy.c_str();
+  }
+  copy = comm->impl->last_error();
+  return copy.c_str();
+}
+
+weftResult_t weftCommInitFromEnv(weftComm_t* comm) {
+  if (!comm) return record(nullptr, weftInvalidArgument, "weftCommInitFromEnv: comm is NULL");
+  *comm = nullptr;
+  return guarded(nullptr, [&] {
+    auto impl = weft::init_world_from_env(weft::process_env());
+    auto* c = new weftComm{std::move(impl)};
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_comms.insert(c);
+    *comm = c;
+  });
+}
+
+weftResult_t weftCommSplit(weftComm_t comm, int color, int key, weftComm_t* newcomm) {
+  if (!newcomm) return record(comm, weftInvalidArgument, "weftCommSplit: newcomm is NULL");
+  *newcomm = nullptr;
+  return guarded(comm, [&] {
+    auto impl = live(comm, "weftCommSplit")->split(color, key);
+    if (!impl) return;
+    auto* c = new weftComm{std::move(impl)};
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_comms.insert(c);
+    *newcomm = c;
+  });
+}
+
+weftResult_t weftCommSplitLevel(weftComm_t comm, weftLevel_t level, weftComm_t* newcomm) {
+  if (!newcomm) return record(comm, weftInvalidArgument, "weftCommSplitLevel: newcomm is NULL");
+  *newcomm = nullptr;
+  if (level != weftLevelNode && level != weftLevelRail) {
+    return record(comm, weftInvalidArgument,
+                  fmt::format("weftCommSplitLevel: level {} is not weftLevelNode (0) or weftLevelRail (1)",
+                              static_cast<int>(level)));
+  }
+  return guarded(comm, [&] {
+    auto c = live(comm, "weftCommSplitLevel");
+    const int node = c->node(), local = c->local_rank();
+    auto impl = level == weftLevelNode ? c->split(node, local) : c->split(local, node);
+    auto* n = new weftComm{std::move(impl)};
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_comms.insert(n);
+    *newcomm = n;
+  });
+}
+
+weftResult_t weftCommSetAlgorithm(weftComm_t comm, const char* algorithm) {
+  return guarded(comm, [&] { live(comm, "weftCommSetAlgorithm")->set_algorithm(algorithm ? algorithm : ""); });
+}
+
+#define WEFT_COMM_GETTER(fn, expr)                                                 \
+  weftResult_t fn(weftComm_t comm, int* out) {                                     \
+    if (!out) return record(comm, weftInvalidArgument, #fn ": output is NULL");    \
+    return guarded(comm, [&] { *out = live(comm, #fn)->expr; });                   \
+  }
+WEFT_COMM_GETTER(weftCommRank, rank())
+WEFT_COMM_GETTER(weftCommCount, size())
+WEFT_COMM_GETTER(weftCommLocalRank, local_rank())
+WEFT_COMM_GETTER(weftCommLocalCount, local_size())
+#undef WEFT_COMM_GETTER
+
+weftResult_t weftCommNode(weftComm_t comm, int* node, int* node_count) {
+  if (!node || !node_count) return record(comm, weftInvalidArgument, "weftCommNode: output is NULL");
+  return guarded(comm, [&] {
+    auto c = live(comm, "weftCommNode");
+    *node = c->node();
+    *node_count = c->num_nodes();
+  });
+}
+
+weftResult_t weftCommAbort(weftComm_t comm) {
+  return guarded(comm, [&] { live(comm, "weftCommAbort")->abort(); });
+}
+
+weftResult_t weftCommDestroy(weftComm_t comm) {
+  return guarded(comm, [&] {
+    auto c = live(comm, "weftCommDestroy");
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_comms.erase(comm);
+    }
+    delete comm;
+    c->destroy();
+  });
+}
+
+weftResult_t weftWait(weftRequest_t request, int timeout_ms) {
+  weftComm_t comm = nullptr;
+  return guarded(nullptr, [&] {
+    if (!request) throw Error(ErrorCode::kInvalidArgument, "weftWait: request is NULL");
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (!g_requests.count(request)) {
+        throw Error(ErrorCode::kInvalidUsage, "weftWait: request is not live (already waited for, or never created)");
+      }
+      comm = g_comms.count(request->comm) ? request->comm : nullptr;
+    }
+    auto timeout = timeout_ms < 0 ? std::chrono::milliseconds(comm ? comm->impl->config().timeout.count() * 2 : 600000)
+                                  : std::chrono::milliseconds(timeout_ms);
+    if (!request->work->wait(timeout) && !request->work->test()) {
+      throw Error(ErrorCode::kTimeout, fmt::format("weftWait: not finished within {} ms (the request stays valid)", timeout.count()));
+    }
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_requests.erase(request);
+    }
+    auto work = std::move(request->work);
+    delete request;
+    if (work->failed()) {
+      std::string msg = work->error_message();
+      if (comm) comm->impl->set_last_error(msg);
+      throw Error(work->error_code(), msg);
+    }
+  });
+}
+
+weftResult_t weftTest(weftRequest_t request, int* done) {
+  if (!done) return record(nullptr, weftInvalidArgument, "weftTest: done is NULL");
+  return guarded(nullptr, [&] {
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!request || !g_requests.count(request)) {
+      throw Error(ErrorCode::kInvalidUsage, "weftTest: request is not live (already waited for, or never created)");
+    }
+    *done = request->work->test() ? 1 : 0;
+  });
+}
+
+weftResult_t weftAllReduce(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op, weftComm_t comm) {
+  return start("weftAllReduce", CollectiveKind::kAllReduce, s, r, count, dt, op, 0, comm, nullptr);
+}
+weftResult_t weftAllReduceAsync(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op, weftComm_t comm,
+                                weftRequest_t* req) {
+  if (auto e = need_request("weftAllReduceAsync", comm, req)) return e;
+  return start("weftAllReduceAsync", CollectiveKind::kAllReduce, s, r, count, dt, op, 0, comm, req);
+}
+weftResult_t weftReduceScatter(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op, weftComm_t comm) {
+  return start("weftReduceScatter", CollectiveKind::kReduceScatter, s, r, count, dt, op, 0, comm, nullptr);
+}
+weftResult_t weftReduceScatterAsync(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op,
+                                    weftComm_t comm, weftRequest_t* req) {
+  if (auto e = need_request("weftReduceScatterAsync", comm, req)) return e;
+  return start("weftReduceScatterAsync", CollectiveKind::kReduceScatter, s, r, count, dt, op, 0, comm, req);
+}
+weftResult_t weftAllGather(const void* s, void* r, size_t count, weftDataType_t dt, weftComm_t comm) {
+  return start("weftAllGather", CollectiveKind::kAllGather, s, r, count, dt, 0, 0, comm, nullptr);
+}
+weftResult_t weftAllGatherAsync(const void* s, void* r, size_t count, weftDataType_t dt, weftComm_t comm, weftRequest_t* req) {
+  if (auto e = need_request("weftAllGatherAsync", comm, req)) return e;
+  return start("weftAllGatherAsync", CollectiveKind::kAllGather, s, r, count, dt, 0, 0, comm, req);
+}
+weftResult_t weftBroadcast(const void* s, void* r, size_t count, weftDataType_t dt, int root, weftComm_t comm) {
+  return start("weftBroadcast", CollectiveKind::kBroadcast, s, r, count, dt, 0, root, comm, nullptr);
+}
+weftResult_t weftBroadcastAsync(const void* s, void* r, size_t count, weftDataType_t dt, int root, weftComm_t comm,
+                                weftRequest_t* req) {
+  if (auto e = need_request("weftBroadcastAsync", comm, req)) return e;
+  return start("weftBroadcastAsync", CollectiveKind::kBroadcast, s, r, count, dt, 0, root, comm, req);
+}
+weftResult_t weftReduce(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op, int root, weftComm_t comm) {
+  return start("weftReduce", CollectiveKind::kReduce, s, r, count, dt, op, root, comm, nullptr);
+}
+weftResult_t weftReduceAsync(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op, int root,
+                             weftComm_t comm, weftRequest_t* req) {
+  if (auto e = need_request("weftReduceAsync", comm, req)) return e;
+  return start("weftReduceAsync", CollectiveKind::kReduce, s, r, count, dt, op, root, comm, req);
+}
+weftResult_t weftAllToAll(const void* s, void* r, size_t count, weftDataType_t dt, weftComm_t comm) {
+  return start("weftAllToAll", CollectiveKind::kAllToAll, s, r, count, dt, 0, 0, comm, nullptr);
+}
+weftResult_t weftAllToAllAsync(const void* s, void* r, size_t count, weftDataType_t dt, weftComm_t comm, weftRequest_t* req) {
+  if (auto e = need_request("weftAllToAllAsync", comm, req)) return e;
+  return start("weftAllToAllAsync", CollectiveKind::kAllToAll, s, r, count, dt, 0, 0, comm, req);
+}
+weftResult_t weftBarrier(weftComm_t comm) {
+  return start("weftBarrier", CollectiveKind::kBarrier, nullptr, nullptr, 0, weftUint8, 0, 0, comm, nullptr);
+}
+weftResult_t weftBarrierAsync(weftComm_t comm, weftRequest_t* req) {
+  if (auto e = need_request("weftBarrierAsync", comm, req)) return e;
+  return start("weftBarrierAsync", CollectiveKind::kBarrier, nullptr, nullptr, 0, weftUint8, 0, 0, comm, req);
+}
+weftResult_t weftSend(const void* s, size_t count, weftDataType_t dt, int peer, weftComm_t comm) {
+  return start("weftSend", CollectiveKind::kSend, s, nullptr, count, dt, 0, peer, comm, nullptr);
+}
+weftResult_t weftSendAsync(const void* s, size_t count, weftDataType_t dt, int peer, weftComm_t comm, weftRequest_t* req) {
+  if (auto e = need_request("weftSendAsync", comm, req)) return e;
+  return start("weftSendAsync", CollectiveKind::kSend, s, nullptr, count, dt, 0, peer, comm, req);
+}
+weftResult_t weftRecv(void* r, size_t count, weftDataType_t dt, int peer, weftComm_t comm) {
+  return start("weftRecv", CollectiveKind::kRecv, nullptr, r, count, dt, 0, peer, comm, nullptr);
+}
+weftResult_t weftRecvAsync(void* r, size_t count, weftDataType_t dt, int peer, weftComm_t comm, weftRequest_t* req) {
+  if (auto e = need_request("weftRecvAsync", comm, req)) return e;
+  return start("weftRecvAsync", CollectiveKind::kRecv, nullptr, r, count, dt, 0, peer, comm, req);
+}
+
+weftResult_t weftNcclAvailable(int* available) {
+  if (!available) return record(nullptr, weftInvalidArgument, "weftNcclAvailable: available is NULL");
+  *available = WEFT_HAVE_NCCL;
+  return weftSuccess;
+}
+weftResult_t weftAllReduceStream(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op, weftComm_t comm,
+                                 void* stream) {
+  return start("weftAllReduceStream", CollectiveKind::kAllReduce, s, r, count, dt, op, 0, comm, nullptr, stream, true);
+}
+weftResult_t weftReduceScatterStream(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op,
+                                     weftComm_t comm, void* stream) {
+  return start("weftReduceScatterStream", CollectiveKind::kReduceScatter, s, r, count, dt, op, 0, comm, nullptr, stream, true);
+}
+weftResult_t weftAllGatherStream(const void* s, void* r, size_t count, weftDataType_t dt, weftComm_t comm, void* stream) {
+  return start("weftAllGatherStream", CollectiveKind::kAllGather, s, r, count, dt, 0, 0, comm, nullptr, stream, true);
+}
+weftResult_t weftBroadcastStream(const void* s, void* r, size_t count, weftDataType_t dt, int root, weftComm_t comm,
+                                 void* stream) {
+  return start("weftBroadcastStream", CollectiveKind::kBroadcast, s, r, count, dt, 0, root, comm, nullptr, stream, true);
+}
+weftResult_t weftReduceStream(const void* s, void* r, size_t count, weftDataType_t dt, weftRedOp_t op, int root,
+                              weftComm_t comm, void* stream) {
+  return start("weftReduceStream", CollectiveKind::kReduce, s, r, count, dt, op, root, comm, nullptr, stream, true);
+}
+
+}  // extern "C"
+
+namespace weft::capi {
+std::shared_ptr<Communicator> comm_of(weftComm_t comm, const char* fn) { return live(comm, fn); }
+weftResult_t record_error(weftComm_t comm, weftResult_t code, const std::string& msg) { return record(comm, code, msg); }
+}  // namespace weft::capi

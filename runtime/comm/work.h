@@ -1,0 +1,54 @@
+// Work: the handle of an asynchronous operation. wait(timeout) / test(); the error, if any, is
+// rethrown by wait() as weft::Error.
+#pragma once
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+
+#include "collectives/collective.h"
+#include "runtime/base/error.h"
+
+namespace weft {
+
+class Communicator;
+
+class Work {
+ public:
+  // Waits up to timeout. Returns true when finished successfully, false when still running at the
+  // timeout; throws weft::Error when the operation failed.
+  bool wait(std::chrono::milliseconds timeout);
+  // True when finished (successfully or not); never blocks.
+  bool test();
+  bool failed();
+  ErrorCode error_code();
+  std::string error_message();
+  double elapsed_us() const { return elapsed_us_; }
+  // When the operation began executing and when it finished (steady clock; valid once test()).
+  std::chrono::steady_clock::time_point started_at() const { return started_at_; }
+  std::chrono::steady_clock::time_point finished_at() const { return finished_at_; }
+  const CollectiveArgs& args() const { return args_; }
+
+ private:
+  friend class Communicator;
+  void finish(ErrorCode code, std::string message);
+
+  CollectiveArgs args_;
+  std::string algo_;        // the algorithm id in force when submitted ("" = automatic)
+  const void* send_ = nullptr;
+  void* recv_ = nullptr;
+  uint64_t seq_ = 0;
+  uint16_t tag_seq_ = 0;
+  int device_ = -1;         // >= 0: device buffers on this CUDA device (the NCCL path)
+  void* stream_ = nullptr;  // with on_stream_: the caller's cudaStream_t
+  bool on_stream_ = false;  // a ...Stream call: enqueue on stream_ and return
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  ErrorCode code_ = ErrorCode::kSuccess;
+  std::string message_;
+  double elapsed_us_ = 0;
+  std::chrono::steady_clock::time_point started_at_{}, finished_at_{};
+};
+
+}  // namespace weft
