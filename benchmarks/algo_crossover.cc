@@ -49,11 +49,11 @@ double measure(int n, CollectiveKind kind, const std::string& algo, int channels
       a.count = count;
       CollectiveArgs barrier;
       barrier.kind = CollectiveKind::kBarrier;
-      for (int i = 0; i < 3; ++i) comm->submit(a, send.data(), recv.data(), false);
-      comm->submit(barrier, nullptr, nullptr, false);
+      for (int i = 0; i < 3; ++i) comm->submit(a, send.data(), recv.data());
+      comm->submit(barrier, nullptr, nullptr);
       auto t0 = Clock::now();
-      for (int i = 0; i < iters; ++i) comm->submit(a, send.data(), recv.data(), false);
-      comm->submit(barrier, nullptr, nullptr, false);
+      for (int i = 0; i < iters; ++i) comm->submit(a, send.data(), recv.data());
+      comm->submit(barrier, nullptr, nullptr);
       double us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / iters;
       if (r == 0) result = us;
       comm->destroy();

@@ -1,6 +1,6 @@
 // A Schedule is what an algorithm produces for one rank: steps over byte ranges of three buffers
 // (the caller's send and receive buffers and a scratch buffer), each step with the steps it waits
-// for. One executor (runtime/executor.h) runs every schedule. Schedules hold offsets, never
+// for. One executor (runtime/comm/executor.h) runs every schedule. Schedules hold offsets, never
 // pointers, so a schedule built once is replayed for every call of the same shape.
 #pragma once
 #include <cstdint>

@@ -293,15 +293,15 @@ void Reducer::launch_locked(Bucket& b, int index) {
       compress_ms_ += ms_between(b.ready, Clock::now());
       a.dtype = opt_.compression == Compression::kFloat16 ? DataType::kFloat16 : DataType::kBfloat16;
       a.op = RedOp::kSum;
-      b.work = comm_->submit(a, b.wire.data(), b.wire.data(), true);
+      b.work = comm_->submit(a, b.wire.data(), b.wire.data(), SubmitMode::kAsync);
     } else {
       a.dtype = b.plan.dtype;
       a.op = opt_.average ? RedOp::kAvg : RedOp::kSum;
       if (dev_) {
         // The NCCL stream path on the communication stream: returns once NCCL accepted it.
-        b.work = comm_->submit(a, b.data(), b.data(), false, dev_->stream(), true);
+        b.work = comm_->submit(a, b.data(), b.data(), SubmitMode::kOnStream, dev_->stream());
       } else {
-        b.work = comm_->submit(a, b.data(), b.data(), true);
+        b.work = comm_->submit(a, b.data(), b.data(), SubmitMode::kAsync);
       }
     }
   } catch (const Error& e) {
@@ -323,7 +323,7 @@ void Reducer::verify_layout_locked() {
   a.count = 4;
   a.dtype = DataType::kInt64;
   try {
-    comm_->submit(a, mine, all.data(), false);
+    comm_->submit(a, mine, all.data());
   } catch (const Error& e) {
     fail_locked(e.code(), fmt::format("reducer: the bucket layout check failed: {}", e.what()), false);
   }

@@ -147,7 +147,7 @@ void Reducer::rebuild_order_locked() {
   a.dtype = DataType::kInt64;
   a.root = 0;
   try {
-    comm_->submit(a, order.data(), order.data(), false);
+    comm_->submit(a, order.data(), order.data());
   } catch (const Error& e) {
     fail_locked(e.code(), fmt::format("reducer: broadcasting the ready order for the bucket rebuild failed: {}", e.what()), false);
   }

@@ -9,7 +9,7 @@
 
 #include "overlap/reducer.h"
 #include "overlap/reducer_device.h"
-#include "runtime/comm/work.h"
+#include "runtime/comm/operation.h"
 
 namespace weft::overlap {
 
@@ -30,7 +30,7 @@ struct Reducer::Bucket {
   int pending = 0;                // parameters not yet marked this step
   bool launched = false;
   bool any_mark = false;
-  std::shared_ptr<Work> work;
+  std::shared_ptr<Operation> work;
   Clock::time_point first_mark, ready;  // first mark of the step; complete (launch begins)
   void* data() { return device ? device.get() : storage.data(); }
   uint64_t wire_bytes() const { return compressed ? plan.count * 2 : plan.bytes(); }

@@ -134,7 +134,7 @@ void ProcessGroupWeft::submit(WorkWeft& work, const CollectiveArgs& args, const 
   // Nothing to move (every rank has empty tensors): Weft is not asked.
   if (args.count == 0 && args.kind != CollectiveKind::kBarrier) return;
   try {
-    work.requests_.push_back(comm_->submit(args, send, recv, /*async=*/true));
+    work.requests_.push_back(comm_->submit(args, send, recv, SubmitMode::kAsync));
   } catch (const std::exception& e) {
     // Operations already submitted for this Work use its buffers: let them end before it goes.
     for (auto& r : work.requests_) {

@@ -4,7 +4,7 @@
 // matching sizes; TORCH_CHECK, so a Python RuntimeError), stages non-contiguous tensors through
 // contiguous copies, and submits one asynchronous operation to the Weft communicator, which runs
 // operations in program order on its progress thread. The returned WorkWeft holds the Weft
-// request; a completion thread takes the requests in the same order, waits on each (weft::Work),
+// request; a completion thread takes the requests in the same order, waits on each (weft::Operation),
 // copies staged results back, and then completes the torch Work and its Future (DDP's reducer
 // waits on the Future). A Weft error becomes the Work's exception: Work.wait() and Future.wait()
 // raise RuntimeError with Weft's message.
@@ -43,7 +43,7 @@ class WorkWeft : public c10d::Work {
   void complete(std::exception_ptr error);
 
   std::vector<at::Tensor> outputs_;
-  std::vector<std::shared_ptr<weft::Work>> requests_;  // Weft's operations, in order (none: empty tensors)
+  std::vector<std::shared_ptr<weft::Operation>> requests_;  // Weft's operations, in order (none: empty tensors)
   std::function<void()> after_;           // copies staged results into the caller's tensors
   std::vector<at::Tensor> keep_;          // staging buffers alive until completion
   c10::intrusive_ptr<c10::ivalue::Future> future_;

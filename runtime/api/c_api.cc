@@ -15,7 +15,7 @@ struct weftComm {
   std::shared_ptr<weft::Communicator> impl;
 };
 struct weftRequest {
-  std::shared_ptr<weft::Work> work;
+  std::shared_ptr<weft::Operation> work;
   weftComm_t comm;
 };
 
@@ -74,7 +74,9 @@ weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* 
     a.dtype = static_cast<weft::DataType>(dtype);
     a.op = reducing ? static_cast<weft::RedOp>(op) : weft::RedOp::kSum;
     a.root = root;
-    auto work = c->submit(a, send, recv, request != nullptr, stream, on_stream);
+    if (on_stream && request) throw Error(ErrorCode::kInternalError, std::string(fn) + ": a stream call cannot also be asynchronous");
+    const auto mode = on_stream ? weft::SubmitMode::kOnStream : request ? weft::SubmitMode::kAsync : weft::SubmitMode::kBlocking;
+    auto work = c->submit(a, send, recv, mode, stream);
     if (request) {
       auto* r = new weftRequest{std::move(work), comm};
       std::lock_guard<std::mutex> lock(g_mu);

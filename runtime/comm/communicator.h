@@ -1,48 +1,37 @@
-// Communicator: a group of ranks that run collectives together. It owns a transport, an executor,
-// a schedule cache, a scratch pool and a progress thread.
-//
-// Progress: a blocking call on an idle communicator runs inline on the caller's thread (no
-// hand-off, lowest latency). Asynchronous calls are queued, in program order, to the
-// communicator's progress thread, started on first use; it runs one operation at a time in that
-// order and sleeps on a condition variable when the queue is empty, so an idle communicator costs
-// no CPU. While an operation waits on the network the thread spins for WEFT_SPIN_US, then yields,
-// then sleeps on the transport's event fd.
+// Communicator: a group of ranks that run collectives together. It delegates each job to a part:
+// Membership (who and where the ranks are), make_transport (what carries the bytes),
+// AlgorithmChoice (which algorithm and schedule), FailureWatch (broken state, remote failures,
+// mismatches), OperationQueue (order, sequence numbers, the progress thread), the Executor (runs
+// a schedule), and communicator_device.cc (device buffers to NCCL).
 #pragma once
-#include <atomic>
-#include <condition_variable>
-#include <deque>
-#include <map>
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
-#include <tuple>
 
 #include "collectives/collective.h"
 #include "runtime/base/config.h"
+#include "runtime/comm/algorithm_choice.h"
 #include "runtime/comm/executor.h"
+#include "runtime/comm/failure_watch.h"
+#include "runtime/comm/membership.h"
+#include "runtime/comm/operation.h"
+#include "runtime/comm/operation_queue.h"
 #include "runtime/comm/scratch.h"
+#include "runtime/comm/transport_choice.h"
 #include "runtime/store/store.h"
 #include "runtime/transport/transport.h"
-#include "runtime/comm/work.h"
-
-namespace weft::topo {
-struct NodeSummary;
-}
 
 namespace weft {
 
 class InprocFabric;
+class ShmDirect;
 namespace nccl {
-class NcclComm;      // runtime/nccl/ (only when built with NCCL)
-class Hierarchical;  // runtime/nccl/hierarchical.h
+class NcclComm;      // runtime/transport/nccl/ (only when built with NCCL)
+class Hierarchical;  // runtime/transport/nccl/hierarchical.h
 struct WaitCtl;
 }
-
-// kUcx: between processes — Weft's shared memory within a node and UCX across nodes, unless
-// WEFT_TRANSPORT=ucx asks for UCX everywhere; kShm: shared memory within the node (UCX across);
-// kInproc: thread-ranks of one process (tests).
-enum class TransportKind { kUcx, kInproc, kShm };
 
 struct CommInit {
   std::shared_ptr<Store> store;  // scoped to this communicator (a PrefixStore is fine)
@@ -56,6 +45,15 @@ struct CommInit {
   bool world = false;                    // the job's first communicator: holds the store's lifetime
 };
 
+// How submit() runs a call.
+enum class SubmitMode {
+  kBlocking,  // returns a finished operation or throws
+  kAsync,     // returns at once; wait on the operation
+  // A ...Stream call: device work is enqueued on the given cudaStream_t and the call returns
+  // without waiting for it; host buffers first wait for the stream. kInvalidUsage without NCCL.
+  kOnStream,
+};
+
 class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
   // Collective over the ranks of init: exchanges node identities and connects the transport.
@@ -64,23 +62,23 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
-  int local_rank() const { return local_rank_; }
-  int local_size() const { return local_size_; }
-  int node() const { return node_; }
-  int num_nodes() const { return num_nodes_; }
+  int rank() const { return members_.rank; }
+  int size() const { return members_.size; }
+  int local_rank() const { return members_.local_rank; }
+  int local_size() const { return members_.local_size; }
+  int node() const { return members_.node; }
+  int num_nodes() const { return members_.num_nodes; }
+  const Membership& members() const { return members_; }
   const CommConfig& config() const { return config_; }
   const char* transport_name() const { return transport_->name(); }
+  // Calls that took the shared-memory latency path (ShmDirect) so far.
+  uint64_t direct_calls() const;
 
-  // Validates and starts an operation. Blocking calls (async=false) return a finished Work or
-  // throw. Invalid arguments throw kInvalidArgument before anything is sent.
-  // Device buffers (CUDA device or managed memory; WEFT_HAVE_NCCL builds) go to NCCL, host
-  // buffers to the host path. on_stream (a ...Stream call): device work is enqueued on `stream`
-  // (a cudaStream_t) and the call returns without waiting for it; host buffers first wait for the
-  // stream. Without NCCL, on_stream is kInvalidUsage.
-  std::shared_ptr<Work> submit(const CollectiveArgs& args, const void* send, void* recv, bool async,
-                               void* stream = nullptr, bool on_stream = false);
+  // Validates and starts an operation. Invalid arguments throw kInvalidArgument before anything
+  // is sent. Device buffers (CUDA device or managed memory; WEFT_HAVE_NCCL builds) go to NCCL,
+  // host buffers to the host path. `stream` is the cudaStream_t of a kOnStream call.
+  std::shared_ptr<Operation> submit(const CollectiveArgs& args, const void* send, void* recv,
+                                    SubmitMode mode = SubmitMode::kBlocking, void* stream = nullptr);
 
   // Collective: ranks with equal color form a communicator ordered by (key, rank). color < 0
   // returns nullptr.
@@ -92,53 +90,34 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Ends every operation in flight or queued with an error; the communicator is broken after.
   // `why` is what this rank and its peers report.
   void abort(const std::string& why = "aborted by weftCommAbort");
-  bool broken() const;
-  std::string last_error() const;
-  void set_last_error(const std::string& e);
+  bool broken() const { return failures_.broken(); }
+  std::string last_error() const { return failures_.last_error(); }
+  void set_last_error(const std::string& e) { failures_.set_last_error(e); }
   // Waits for queued operations, then releases the transport.
   void destroy();
 
  private:
   explicit Communicator(CommInit init);
-  void connect();
-  void execute(const std::shared_ptr<Work>& w);
-  void progress_loop();
-  const Schedule& schedule_for(const CollectiveArgs& args, const std::string& algo);
-  const Algorithm* planned_algorithm(CollectiveKind kind, uint64_t bytes);
-  void mark_broken(const std::string& why, bool tell_others);
-  void check_remote_abort();
-  void validate(const CollectiveArgs& a, const void* send, const void* recv) const;
+  void execute(const std::shared_ptr<Operation>& w);
+  void run_host(Operation& w, std::chrono::steady_clock::time_point t0);
   // The NCCL path: creates the NCCL communicator on first use, runs w on it; a device all-reduce
   // across nodes with WEFT_GPU_HIERARCHICAL=1 takes the hierarchical path instead.
-  void run_device(Work& w, std::chrono::steady_clock::time_point t0);
+  void run_device(Operation& w, std::chrono::steady_clock::time_point t0);
   // The hierarchical path's node NCCL communicator and rail (collective over every rank).
   std::shared_ptr<nccl::Hierarchical> make_hierarchical(int device, const nccl::WaitCtl& ctl);
 
   CommInit init_;
   CommConfig config_;
   std::shared_ptr<Store> store_;
-  int rank_, size_;
-  int local_rank_ = 0, local_size_ = 1, node_ = 0, num_nodes_ = 1;
-  std::string algo_;  // set_algorithm's (under queue_mu_); starts as WEFT_ALGO
-  int host_ranks_ = 1, host_cores_ = 0;  // most ranks on one machine (boot id), and the cores they may use
-  std::vector<int> node_of_rank_;             // node index of every rank (AlgoOptions::node_of_rank)
-  std::map<std::pair<int, uint64_t>, std::string> planned_algo_;  // cost model's choice per (kind, bytes)
-  std::unique_ptr<topo::NodeSummary> node_summary_;  // this node's topology, for the cost model
+  Membership members_;
   std::unique_ptr<Transport> transport_;
+  std::unique_ptr<ShmDirect> direct_;  // the latency path, when every rank shares this node's memory
+  FailureWatch failures_;
+  AlgorithmChoice algorithms_;
   Executor executor_;
   ScratchPool scratch_;
-  std::map<std::tuple<int, uint64_t, int, int, int, bool, std::string>, Schedule> schedules_;
+  std::unique_ptr<OperationQueue> queue_;
   int split_count_ = 0;
-
-  // Submission order and the queue.
-  std::mutex queue_mu_;
-  std::condition_variable queue_cv_;
-  std::deque<std::shared_ptr<Work>> queue_;
-  bool running_ = false;  // an operation is executing (inline or on the thread)
-  bool stopping_ = false;
-  std::thread thread_;
-  uint64_t next_seq_ = 0;
-  std::vector<uint16_t> p2p_send_seq_, p2p_recv_seq_;
 
   // The NCCL communicator, created by the first device-buffer call (always by the thread that
   // executes operations), or inherited from the parent's ncclCommSplit.
@@ -146,10 +125,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<nccl::NcclComm> nccl_;
   std::shared_ptr<nccl::Hierarchical> hier_;  // the hierarchical all-reduce's communicators
 
-  std::atomic<bool> abort_{false};
-  mutable std::mutex state_mu_;
-  std::string broken_;      // non-empty: why the communicator is broken
-  std::string last_error_;
+  std::mutex destroy_mu_;
   bool destroyed_ = false;
 };
 

@@ -47,7 +47,7 @@ inline void run_cases(TransportKind transport, const AlgoChoice& algo, int n, co
         for (const CollCase& c : cases) {
           RankBuffers b = make_buffers(c, comm.rank());
           CollectiveArgs a{c.kind, c.count, c.dt, c.op, c.root, false};
-          comm.submit(a, b.send, b.recv, false);
+          comm.submit(a, b.send, b.recv);
           if (c.kind == CollectiveKind::kBarrier) continue;
           std::string err = check_buffers(c, comm.rank(), b);
           if (!err.empty() && failures++ < 10) ADD_FAILURE() << algo.label() << ": " << c.label() << ": " << err;

@@ -126,7 +126,7 @@ TEST(Determinism, BitwiseIdenticalOnEveryRankAndRun) {
                 std::vector<float> send(in), recv(count, 0.0f);
                 for (uint64_t i = 0; i < in; ++i) send[i] = random_input(r, i, run);
                 CollectiveArgs a{kind, count, DataType::kFloat32, RedOp::kSum, 1, false};
-                comm.submit(a, send.data(), recv.data(), false);
+                comm.submit(a, send.data(), recv.data());
                 for (float f : recv) {
                   uint32_t bits;
                   std::memcpy(&bits, &f, 4);
@@ -176,7 +176,7 @@ TEST(Rounding16, RandomInputsWithinTheSummationBound) {
               std::vector<uint16_t> send(count), recv(count);
               for (uint64_t i = 0; i < count; ++i) send[i] = value(comm.rank(), i);
               CollectiveArgs a{CollectiveKind::kAllReduce, count, dt, RedOp::kSum, 0, false};
-              comm.submit(a, send.data(), recv.data(), false);
+              comm.submit(a, send.data(), recv.data());
               for (uint64_t i = 0; i < count; ++i) {
                 double exact = 0, mag = 0;
                 for (int q = 0; q < n; ++q) exact += to_double(value(q, i)), mag += std::fabs(to_double(value(q, i)));

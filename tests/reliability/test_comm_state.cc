@@ -30,15 +30,15 @@ TEST_P(CommState, UsableAfterAnArgumentError) {
     std::vector<float> buf(1000, 1.0f), out(1000);
     CollectiveArgs bad{CollectiveKind::kBroadcast, 1000, DataType::kFloat32, RedOp::kSum, 7, false};
     EXPECT_THROW(
-        try { comm.submit(bad, buf.data(), out.data(), false); } catch (const Error& e) {
+        try { comm.submit(bad, buf.data(), out.data()); } catch (const Error& e) {
           EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
           EXPECT_NE(std::string(e.what()).find("root 7"), std::string::npos) << e.what();
           throw;
         },
         Error);
-    EXPECT_THROW(comm.submit(allreduce(1000), nullptr, out.data(), false), Error);  // null sendbuff
+    EXPECT_THROW(comm.submit(allreduce(1000), nullptr, out.data()), Error);  // null sendbuff
     EXPECT_FALSE(comm.broken());
-    comm.submit(allreduce(1000), buf.data(), out.data(), false);
+    comm.submit(allreduce(1000), buf.data(), out.data());
     for (float f : out) ASSERT_EQ(f, 3.0f);
   });
 }
@@ -57,7 +57,7 @@ TEST_P(CommState, BrokenAfterARemoteFailureEveryCallFailsFastWithTheCause) {
         auto t0 = Clock::now();
         std::string cause;
         try {
-          comm.submit(allreduce(buf.size()), buf.data(), buf.data(), false);
+          comm.submit(allreduce(buf.size()), buf.data(), buf.data());
           ADD_FAILURE() << "no error";
         } catch (const Error& e) {
           EXPECT_EQ(e.code(), ErrorCode::kRemoteError) << e.what();
@@ -70,7 +70,7 @@ TEST_P(CommState, BrokenAfterARemoteFailureEveryCallFailsFastWithTheCause) {
         for (int k = 0; k < 3; ++k) {
           auto t1 = Clock::now();
           try {
-            comm.submit(allreduce(buf.size()), buf.data(), buf.data(), k == 2);
+            comm.submit(allreduce(buf.size()), buf.data(), buf.data(), k == 2 ? SubmitMode::kAsync : SubmitMode::kBlocking);
             ADD_FAILURE() << "a call on a broken communicator succeeded";
           } catch (const Error& e) {
             EXPECT_EQ(e.code(), ErrorCode::kRemoteError);
@@ -96,8 +96,8 @@ TEST_P(CommState, AbortFromAnotherThreadReleasesBlockingAndAsyncCalls) {
           for (int i = 0; i < 1500 && !released.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
           return;
         }
-        std::vector<std::shared_ptr<Work>> works;
-        for (auto& b : bufs) works.push_back(comm.submit(allreduce(b.size()), b.data(), b.data(), true));
+        std::vector<std::shared_ptr<Operation>> works;
+        for (auto& b : bufs) works.push_back(comm.submit(allreduce(b.size()), b.data(), b.data(), SubmitMode::kAsync));
         auto t0 = Clock::now();
         std::thread aborter([&] {
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -115,7 +115,7 @@ TEST_P(CommState, AbortFromAnotherThreadReleasesBlockingAndAsyncCalls) {
         }
         double ms = ms_since(t0);
         EXPECT_LT(ms, 3000.0);
-        EXPECT_THROW(comm.submit(allreduce(10), bufs[0].data(), bufs[0].data(), false), Error);
+        EXPECT_THROW(comm.submit(allreduce(10), bufs[0].data(), bufs[0].data()), Error);
         aborter.join();
         released = true;
         std::printf("[ figure ] %s: 3 async calls released %.0f ms after weftCommAbort\n", comm.transport_name(), ms - 200);

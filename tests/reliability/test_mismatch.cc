@@ -41,10 +41,10 @@ std::vector<Outcome> run_mismatch(TransportKind transport, const MismatchCase& m
         std::vector<uint8_t> send(a.count * 8 * n + 64, 1), recv(a.count * 8 * n + 64, 0);
         auto t0 = std::chrono::steady_clock::now();
         try {
-          comm.submit(a, send.data(), recv.data(), false);
+          comm.submit(a, send.data(), recv.data());
           // This rank's part could finish (e.g. it only sent): the next call must fail.
           comm.submit(CollectiveArgs{CollectiveKind::kBarrier, 0, DataType::kUint8, RedOp::kSum, 0, false}, nullptr,
-                      nullptr, false);
+                      nullptr);
           out[r].message = "no error";
         } catch (const Error& e) {
           out[r].code = e.code();
@@ -55,7 +55,7 @@ std::vector<Outcome> run_mismatch(TransportKind transport, const MismatchCase& m
         if (out[r].code != ErrorCode::kSuccess) {
           EXPECT_TRUE(comm.broken()) << "rank " << r;
           try {
-            comm.submit(a, send.data(), recv.data(), false);
+            comm.submit(a, send.data(), recv.data());
             ADD_FAILURE() << "rank " << r << ": a call on a broken communicator succeeded";
           } catch (const Error& e) {
             EXPECT_EQ(e.code(), ErrorCode::kRemoteError) << e.what();

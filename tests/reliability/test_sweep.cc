@@ -48,7 +48,7 @@ TEST_P(Determinism, EveryAlgorithmBitwiseAcrossRunsAndRanks) {
               std::vector<float> send(std::max<uint64_t>(in, 1)), recv(std::max<uint64_t>(out, 1), 0.0f);
               std::mt19937 g(static_cast<uint32_t>(r * 7919 + 17));
               for (auto& x : send) x = std::ldexp(std::uniform_real_distribution<float>(-1, 1)(g), static_cast<int>(g() % 16) - 8);
-              comm.submit(a, send.data(), recv.data(), false);
+              comm.submit(a, send.data(), recv.data());
               for (uint64_t i = 0; i < out; ++i) {
                 uint32_t bits;
                 std::memcpy(&bits, &recv[i], 4);
@@ -121,7 +121,7 @@ TEST(Sweep, RandomCasesHaveZeroWrongElements) {
         [&](Communicator& comm) {
           for (const CollCase& c : batch) {
             RankBuffers b = make_buffers(c, comm.rank());
-            comm.submit(CollectiveArgs{c.kind, c.count, c.dt, c.op, c.root, false}, b.send, b.recv, false);
+            comm.submit(CollectiveArgs{c.kind, c.count, c.dt, c.op, c.root, false}, b.send, b.recv);
             el += b.res_bytes / dtype_size(c.dt);
             std::string err = check_buffers(c, comm.rank(), b);
             if (!err.empty()) {

@@ -32,8 +32,8 @@ TEST_P(RingAllReduce, SumAndAvgMatchReference) {
     a.count = c.count;
     a.dtype = DataType::kFloat32;
     a.op = RedOp::kSum;
-    comm.submit(a, send.data(), recv.data(), false);
-    comm.submit(a, inplace.data(), inplace.data(), false);
+    comm.submit(a, send.data(), recv.data());
+    comm.submit(a, inplace.data(), inplace.data());
     for (uint64_t i = 0; i < c.count; ++i) {
       int64_t ref = 0;
       for (int r = 0; r < c.ranks; ++r) ref += static_cast<int64_t>(input(r, i));
@@ -42,7 +42,7 @@ TEST_P(RingAllReduce, SumAndAvgMatchReference) {
     }
     for (int k = 0; k < 16; ++k) ASSERT_EQ(recv[c.count + k], -777.0f) << "wrote past the end";
     a.op = RedOp::kAvg;
-    comm.submit(a, send.data(), recv.data(), false);
+    comm.submit(a, send.data(), recv.data());
     for (uint64_t i = 0; i < c.count; ++i) {
       double ref = 0;
       for (int r = 0; r < c.ranks; ++r) ref += input(r, i);
@@ -78,7 +78,7 @@ TEST(RingAllReduce, LargeBufferManyIterations) {
       for (uint64_t i = 0; i < count; ++i) buf[i] = input(comm.rank(), i + it);
       CollectiveArgs a;
       a.count = count;
-      comm.submit(a, buf.data(), buf.data(), false);
+      comm.submit(a, buf.data(), buf.data());
       for (uint64_t i = 0; i < count; i += 4099) ASSERT_EQ(buf[i], input(0, i + it) + input(1, i + it));
     }
   });

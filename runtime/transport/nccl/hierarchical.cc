@@ -1,14 +1,13 @@
 #include "runtime/transport/nccl/hierarchical.h"
 
 #include "collectives/reduce_kernels.h"
-#include "runtime/comm/communicator.h"
 #include "runtime/base/log.h"
 #include "runtime/transport/nccl/device.h"
 #include "runtime/transport/nccl/nccl_map.h"
 
 namespace weft::nccl {
 
-Hierarchical::Hierarchical(std::unique_ptr<NcclComm> node, std::shared_ptr<Communicator> rail, HierLayout layout,
+Hierarchical::Hierarchical(std::unique_ptr<NcclComm> node, std::unique_ptr<Rail> rail, HierLayout layout,
                            uint64_t chunk_bytes)
     : node_(std::move(node)), rail_(std::move(rail)), layout_(layout), chunk_bytes_(chunk_bytes) {
   cuda_check(cudaEventCreateWithFlags(&host_free_, cudaEventDisableTiming), "cudaEventCreateWithFlags");
@@ -129,7 +128,7 @@ void Hierarchical::host_phase(const CollectiveArgs& a, char* dev, const std::vec
   ha.dtype = a.dtype;
   ha.op = a.op == RedOp::kAvg ? RedOp::kSum : a.op;
   const int ranks = layout_.nodes * layout_.local_size;
-  std::vector<std::shared_ptr<Work>> works(chunks.size());
+  std::vector<size_t> works(chunks.size());
   size_t submitted = 0, returned = 0;
   // One pass of the pipeline: start the host all-reduce of every chunk that reached the host, and
   // send back every chunk whose all-reduce finished, in order. True when all went back.
@@ -141,23 +140,28 @@ void Hierarchical::host_phase(const CollectiveArgs& a, char* dev, const std::vec
         if (q == cudaSuccess) {
           const Range& c = chunks[submitted];
           ha.count = c.count;
-          works[submitted++] = rail_->submit(ha, at_host(c), at_host(c), true);
+          works[submitted++] = rail_->start(ha, at_host(c));
           moved = true;
         } else if (q != cudaErrorNotReady) {
           cuda_check(q, "cudaEventQuery (staging copy)");
         }
       }
-      if (returned < submitted && works[returned]->test()) {
+      bool finished = false;
+      if (returned < submitted) {
         const Range& c = chunks[returned];
-        if (works[returned]->failed()) {
-          throw Error(works[returned]->error_code(),
-                      fmt::format("{}: the inter-node all-reduce of elements [{}, {}) failed: {}", ctl.what, c.offset,
-                                  c.offset + c.count, works[returned]->error_message()));
+        try {
+          finished = rail_->done(works[returned]);
+        } catch (const Error& e) {
+          throw Error(e.code(), fmt::format("{}: the inter-node all-reduce of elements [{}, {}) failed: {}", ctl.what, c.offset,
+                                            c.offset + c.count, e.what()));
         }
+      }
+      if (finished) {
+        const Range& c = chunks[returned];
         if (a.op == RedOp::kAvg) finish_avg(a.dtype, at_host(c), c.count, ranks);
         cuda_check(cudaMemcpyAsync(dev + c.offset * es, at_host(c), c.count * es, cudaMemcpyHostToDevice, s),
                    "cudaMemcpyAsync (host to device)");
-        works[returned++].reset();
+        rail_->release(works[returned++]);
         moved = true;
       }
       if (returned == chunks.size()) return true;

@@ -14,18 +14,31 @@
 #include "runtime/transport/nccl/hier_plan.h"
 #include "runtime/transport/nccl/nccl_comm.h"
 
-namespace weft {
-class Communicator;
-}
-
 namespace weft::nccl {
+
+// The inter-node step of the hierarchical all-reduce: host all-reduces along this rank's rail.
+// The layer above provides it (the communicator's rail communicator, communicator_device.cc), so
+// that this transport-level code never calls back up into the communicator.
+class Rail {
+ public:
+  virtual ~Rail() = default;
+  // Starts an in-place host all-reduce of args.count elements at buf; returns its handle.
+  virtual size_t start(const CollectiveArgs& args, void* buf) = 0;
+  // True once handle `id` ended successfully, false while it runs; throws weft::Error when it failed.
+  virtual bool done(size_t id) = 0;
+  virtual void release(size_t id) = 0;
+  // From any thread: fails what is in flight (weftCommAbort on the rail).
+  virtual void abort(const std::string& why) = 0;
+  // Waits for what is queued, then releases the rail's transport.
+  virtual void destroy() = 0;
+};
 
 class Hierarchical {
  public:
   // node: the NCCL communicator of this node's ranks (local_size ranks, this one at local_rank);
   // rail: the host communicator of the ranks with this local rank (one per node, at its node
   // index). Both already created (collectively) by the caller.
-  Hierarchical(std::unique_ptr<NcclComm> node, std::shared_ptr<Communicator> rail, HierLayout layout, uint64_t chunk_bytes);
+  Hierarchical(std::unique_ptr<NcclComm> node, std::unique_ptr<Rail> rail, HierLayout layout, uint64_t chunk_bytes);
   ~Hierarchical();
   Hierarchical(const Hierarchical&) = delete;
   Hierarchical& operator=(const Hierarchical&) = delete;
@@ -47,7 +60,7 @@ class Hierarchical {
                   const WaitCtl& ctl);
 
   std::unique_ptr<NcclComm> node_;
-  std::shared_ptr<Communicator> rail_;
+  std::unique_ptr<Rail> rail_;
   HierLayout layout_;
   uint64_t chunk_bytes_;
   void* host_ = nullptr;  // pinned staging buffer (cudaHostAlloc), grows to the largest block

@@ -1,5 +1,6 @@
-// Work: the handle of an asynchronous operation. wait(timeout) / test(); the error, if any, is
-// rethrown by wait() as weft::Error.
+// Operation: one submitted collective or point-to-point call, and its handle (the C++ API's
+// weft::Work and the C API's weftRequest_t wrap it). wait(timeout) / test(); the error, if any,
+// is rethrown by wait() as weft::Error.
 #pragma once
 #include <chrono>
 #include <condition_variable>
@@ -12,8 +13,9 @@
 namespace weft {
 
 class Communicator;
+class OperationQueue;
 
-class Work {
+class Operation {
  public:
   // Waits up to timeout. Returns true when finished successfully, false when still running at the
   // timeout; throws weft::Error when the operation failed.
@@ -31,7 +33,10 @@ class Work {
 
  private:
   friend class Communicator;
+  friend class OperationQueue;
   void finish(ErrorCode code, std::string message);
+  // Waits up to timeout for the end, successful or not; true when it ended.
+  bool wait_done(std::chrono::milliseconds timeout);
 
   CollectiveArgs args_;
   std::string algo_;        // the algorithm id in force when submitted ("" = automatic)

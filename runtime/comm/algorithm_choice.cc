@@ -1,0 +1,87 @@
+#include "runtime/comm/algorithm_choice.h"
+
+#include <algorithm>
+
+#include "collectives/algorithms/builtin.h"
+#include "runtime/base/error.h"
+#include "runtime/base/log.h"
+#include "topology/topology.h"
+
+namespace weft {
+
+AlgorithmChoice::AlgorithmChoice(const CommConfig& config, const Membership& members) : config_(config), m_(members) {}
+AlgorithmChoice::~AlgorithmChoice() = default;
+
+void AlgorithmChoice::check_id(const std::string& id, const char* what) {
+  if (id.empty()) return;
+  std::string ids;
+  for (const auto& a : algorithm_table()) {
+    if (id == a.id) return;
+    if ((", " + ids).find(", " + std::string(a.id) + ", ") == std::string::npos) ids += std::string(a.id) + ", ";
+  }
+  ids.resize(ids.size() - 2);
+  fail(ErrorCode::kInvalidArgument, "unknown algorithm '{}' in {} (known: {}; empty for the automatic choice)", id, what, ids);
+}
+
+const Schedule& AlgorithmChoice::schedule_for(const CollectiveArgs& a, const std::string& algo_id) {
+  auto key = std::make_tuple(static_cast<int>(a.kind), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root,
+                             a.in_place, algo_id);
+  auto it = schedules_.find(key);
+  if (it != schedules_.end()) return it->second;
+  if (schedules_.size() > 4096) schedules_.clear();
+  AlgoOptions opt;
+  opt.slice_bytes = config_.slice_bytes;
+  opt.channels = config_.channels;
+  opt.node_of_rank = m_.node_of_rank;
+  Schedule s;
+  if (a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) {
+    s = build_p2p_schedule(a, m_.rank, m_.size);
+  } else {
+    const Algorithm* algo = nullptr;
+    if (!algo_id.empty()) {
+      algo = find_algorithm(algo_id, a.kind);
+      if (!algo) WEFT_LOG_DEBUG("algorithm '{}' does not implement {}; using the default", algo_id, collective_name(a.kind));
+    }
+    const bool modelled = a.kind == CollectiveKind::kAllReduce || a.kind == CollectiveKind::kReduceScatter ||
+                          a.kind == CollectiveKind::kAllGather;
+    if (!algo && modelled && m_.num_nodes > 1) {
+      // The model's size is the whole buffer: the gathered or scattered one for all-gather and
+      // reduce-scatter (a.count is one rank's block there), as in weft-perf and weft-topo plan.
+      const uint64_t per = a.kind == CollectiveKind::kAllReduce ? 1 : static_cast<uint64_t>(m_.size);
+      algo = planned(a.kind, a.count * dtype_size(a.dtype) * per);
+    }
+    if (!algo) algo = default_algorithm(a.kind, a.count * dtype_size(a.dtype), m_.size);
+    if (!algo) fail(ErrorCode::kInvalidUsage, "{} is not implemented yet", collective_name(a.kind));
+    s = build_schedule(*algo, a, m_.rank, m_.size, opt);
+  }
+  return schedules_.emplace(key, std::move(s)).first->second;
+}
+
+// Across nodes (WEFT_ALGO unset) the cost model picks the all-reduce, reduce-scatter and all-gather
+// algorithm over a uniform cluster view of this node type: the same function as `weft-topo plan`.
+const Algorithm* AlgorithmChoice::planned(CollectiveKind kind, uint64_t bytes) {
+  const auto key = std::make_pair(static_cast<int>(kind), bytes);
+  auto it = planned_.find(key);
+  if (it == planned_.end()) {
+    if (planned_.size() > 4096) planned_.clear();
+    std::string id;
+    const topo::Collective coll = kind == CollectiveKind::kAllGather       ? topo::Collective::kAllGather
+                                  : kind == CollectiveKind::kReduceScatter ? topo::Collective::kReduceScatter
+                                                                           : topo::Collective::kAllReduce;
+    try {
+      if (!node_summary_) node_summary_ = std::make_unique<topo::NodeSummary>(topo::summarize(topo::load_topology()));
+      topo::CostModel model = topo::CostModel::from_env();
+      if (model.host.ranks == 0) model.host.ranks = m_.host_ranks;
+      if (model.host.cores == 0) model.host.cores = m_.host_cores;
+      id = topo::choose_weft_algorithm(*node_summary_, m_.num_nodes, std::max(1, m_.size / m_.num_nodes), coll, bytes, model);
+    } catch (const std::exception& e) {
+      WEFT_LOG_DEBUG("cost model unavailable ({}); using the default {}", e.what(), collective_name(kind));
+    }
+    WEFT_LOG_DEBUG("cost model: {} of {} bytes on {} nodes ({} ranks on {} cores of a machine) -> '{}'",
+                   collective_name(kind), bytes, m_.num_nodes, m_.host_ranks, m_.host_cores, id);
+    it = planned_.emplace(key, id).first;
+  }
+  return it->second.empty() ? nullptr : find_algorithm(it->second, kind);
+}
+
+}  // namespace weft

@@ -1,0 +1,39 @@
+// Which algorithm runs a call, and its schedule: the user's choice (WEFT_ALGO,
+// weftCommSetAlgorithm), else across nodes the cost model's (the same function as
+// `weft-topo plan`), else the measured size crossovers (default_algorithm). Schedules are cached
+// per call shape, so a choice is made once per shape.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "collectives/collective.h"
+#include "runtime/base/config.h"
+#include "runtime/comm/membership.h"
+
+namespace weft {
+namespace topo {
+struct NodeSummary;
+}
+
+class AlgorithmChoice {
+ public:
+  AlgorithmChoice(const CommConfig& config, const Membership& members);
+  ~AlgorithmChoice();
+  // kInvalidArgument naming the known ids unless `id` is "" (automatic) or an algorithm's id.
+  static void check_id(const std::string& id, const char* what);
+  // The schedule of `a` under algorithm `algo_id` ("" = automatic).
+  const Schedule& schedule_for(const CollectiveArgs& a, const std::string& algo_id);
+
+ private:
+  const Algorithm* planned(CollectiveKind kind, uint64_t bytes);
+
+  const CommConfig& config_;
+  const Membership& m_;
+  std::map<std::tuple<int, uint64_t, int, int, int, bool, std::string>, Schedule> schedules_;
+  std::map<std::pair<int, uint64_t>, std::string> planned_;  // cost model's choice per (kind, bytes)
+  std::unique_ptr<topo::NodeSummary> node_summary_;          // this node's topology, for the cost model
+};
+
+}  // namespace weft

@@ -1,0 +1,148 @@
+#include "runtime/comm/failure_watch.h"
+
+#include <unistd.h>
+
+#include "collectives/collective.h"
+#include "runtime/base/log.h"
+#include "runtime/comm/membership.h"
+#include "runtime/store/store.h"
+
+namespace weft {
+
+using Clock = std::chrono::steady_clock;
+
+FailureWatch::FailureWatch(std::shared_ptr<Store> store, int rank, int size) : store_(std::move(store)), rank_(rank), size_(size) {}
+
+void FailureWatch::arm_death_notice() {
+  store_->set_on_disconnect("abort", to_bytes(fmt::format("rank {} (pid {} on {}) died: its connection to the store closed "
+                                                          "while the communicator was in use", rank_, getpid(), host_name())));
+}
+
+void FailureWatch::disarm_death_notice() {
+  try {
+    store_->cancel_on_disconnect("abort");
+  } catch (const std::exception& e) {
+    WEFT_LOG_DEBUG("cancel disconnect notice: {}", e.what());
+  }
+}
+
+bool FailureWatch::broken() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !broken_.empty();
+}
+std::string FailureWatch::broken_reason() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return broken_;
+}
+std::string FailureWatch::last_error() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_error_;
+}
+void FailureWatch::set_last_error(const std::string& e) {
+  std::lock_guard<std::mutex> lock(mu_);
+  last_error_ = e;
+}
+
+void FailureWatch::abort(const std::string& why) {
+  abort_.store(true);
+  mark_broken(why, true);
+}
+
+void FailureWatch::mark_broken(const std::string& why, bool tell_others) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!broken_.empty()) return;
+    broken_ = why;
+  }
+  WEFT_LOG_ERROR("communicator broken: {}", why);
+  if (!tell_others) return;
+  try {
+    // First cause wins: a failure that follows another rank's report does not replace it.
+    if (!store_->check("abort")) store_->set("abort", to_bytes(fmt::format("rank {} failed: {}", rank_, why)));
+    // The cause is published: this process's death notice must not overwrite it later.
+    store_->cancel_on_disconnect("abort");
+  } catch (const std::exception& e) {
+    WEFT_LOG_DEBUG("could not publish the failure to the other ranks: {}", e.what());
+  }
+}
+
+void FailureWatch::check_remote_abort() {
+  if (store_->check("abort")) throw Error(ErrorCode::kRemoteError, to_string(store_->get("abort", std::chrono::milliseconds(1000))));
+}
+
+FailureWatch::SignatureCheck FailureWatch::signature_check(uint64_t seq, uint16_t signature, bool collective,
+                                                           Clock::time_point t0) {
+  // Each rank publishes its call signature after 1 s of waiting and compares it with the next
+  // rank's: if the ranks differ anywhere, some neighbours differ.
+  struct State {
+    bool published = false;
+    std::string key;
+  };
+  auto st = std::make_shared<State>();
+  st->key = fmt::format("sig/{}/", seq);
+  collective = collective && size_ > 1;
+  SignatureCheck c;
+  c.watchdog = [this, st, signature, collective, t0] {
+    check_remote_abort();
+    if (!collective || Clock::now() - t0 < std::chrono::seconds(1)) return;
+    if (!st->published) {
+      store_->set(st->key + std::to_string(rank_), to_bytes(std::to_string(signature)));
+      st->published = true;
+    }
+    std::string next = st->key + std::to_string((rank_ + 1) % size_);
+    if (!store_->check(next)) return;
+    Bytes value;
+    try {
+      value = store_->get(next, std::chrono::milliseconds(200));
+    } catch (const Error& e) {
+      // The next rank erased its key between check() and get(): it has finished this call.
+      if (e.code() == ErrorCode::kTimeout) return;
+      throw;
+    }
+    auto theirs = static_cast<uint16_t>(std::stoul(to_string(value)));
+    if (theirs != signature) {
+      fail(ErrorCode::kInvalidUsage, "mismatch with rank {}: the ranks passed different arguments: {}", (rank_ + 1) % size_,
+           signature_difference(signature, theirs));
+    }
+  };
+  c.unpublish = [this, st] {
+    try {
+      if (st->published) store_->erase(st->key + std::to_string(rank_));
+    } catch (const std::exception& e) {
+      WEFT_LOG_DEBUG("erase {}: {}", st->key, e.what());
+    }
+  };
+  return c;
+}
+
+std::pair<ErrorCode, std::string> FailureWatch::on_failure(const Error& e, const std::string& call) {
+  std::string why = e.what();
+  ErrorCode code = e.code();
+  if (code != ErrorCode::kInvalidArgument) {
+    // Another rank's failure published first is the cause, also of a transport error seen here
+    // just after it (that rank, or one that saw it, tore down its endpoints): report it, as every
+    // other rank does, and do not publish this one. A timeout or a mismatch found here is this
+    // rank's own finding and stays as it is.
+    bool told = false;
+    if (!abort_.load() && code != ErrorCode::kTimeout && code != ErrorCode::kInvalidUsage) {
+      try {
+        if (store_->check("abort")) {
+          const std::string first = to_string(store_->get("abort", std::chrono::milliseconds(1000)));
+          told = true;
+          code = ErrorCode::kRemoteError;
+          if (why.find(first) == std::string::npos) {
+            std::string here = why.rfind(call + ": ", 0) == 0 ? why.substr(call.size() + 2) : why;
+            why = fmt::format("{}: {} (then here: {})", call, first, here);
+          }
+        }
+      } catch (const std::exception& se) {
+        WEFT_LOG_DEBUG("could not read the other ranks' failure: {}", se.what());
+      }
+    }
+    mark_broken(why, !told && !abort_.load());
+  }
+  set_last_error(why);
+  return {code, why};
+}
+
+}  // namespace weft

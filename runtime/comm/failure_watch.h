@@ -1,0 +1,61 @@
+// FailureWatch: a communicator's broken state and what its ranks tell each other about failures.
+// The first cause is published under the store key "abort" (and a rank's death by the store
+// server, from the notice armed at start); every waiting rank reads it within ~100 ms.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "runtime/base/error.h"
+
+namespace weft {
+
+class Store;
+
+class FailureWatch {
+ public:
+  FailureWatch(std::shared_ptr<Store> store, int rank, int size);
+  // If this process dies, the store server publishes its death (cancelled by disarm()).
+  void arm_death_notice();
+  void disarm_death_notice();
+
+  bool broken() const;
+  std::string broken_reason() const;  // "" when healthy
+  std::string last_error() const;
+  void set_last_error(const std::string& e);
+  // weftCommAbort: fails what runs (executor polls this flag) and breaks the communicator.
+  const std::atomic<bool>& abort_flag() const { return abort_; }
+  bool aborted() const { return abort_.load(); }
+  void abort(const std::string& why);
+
+  // Breaks the communicator (first cause wins); tell_others publishes the cause.
+  void mark_broken(const std::string& why, bool tell_others);
+  // Throws kRemoteError when another rank published a failure.
+  void check_remote_abort();
+  // The executor's watchdog for call `seq` with `signature`, started at t0: remote failures, and
+  // after 1 s a comparison of call signatures with the next rank (a mismatch no receive can see,
+  // e.g. different roots, would otherwise end as a timeout). unpublish() after the call.
+  struct SignatureCheck {
+    std::function<void()> watchdog;
+    std::function<void()> unpublish;
+  };
+  SignatureCheck signature_check(uint64_t seq, uint16_t signature, bool collective,
+                                 std::chrono::steady_clock::time_point t0);
+  // An operation failed with e: returns the code and message to report, breaking the
+  // communicator unless e is a bad argument (nothing in flight then), and publishing the cause
+  // unless it came from another rank. `call` describes the call ("allreduce #3 (...)").
+  std::pair<ErrorCode, std::string> on_failure(const Error& e, const std::string& call);
+
+ private:
+  std::shared_ptr<Store> store_;
+  int rank_, size_;
+  std::atomic<bool> abort_{false};
+  mutable std::mutex mu_;
+  std::string broken_;  // non-empty: why the communicator is broken
+  std::string last_error_;
+};
+
+}  // namespace weft

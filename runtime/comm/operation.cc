@@ -1,0 +1,45 @@
+#include "runtime/comm/operation.h"
+
+namespace weft {
+
+using Clock = std::chrono::steady_clock;
+
+bool Operation::wait(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return done_; })) return false;
+  if (code_ != ErrorCode::kSuccess) throw Error(code_, message_);
+  return true;
+}
+bool Operation::test() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_;
+}
+bool Operation::failed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return done_ && code_ != ErrorCode::kSuccess;
+}
+ErrorCode Operation::error_code() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return code_;
+}
+std::string Operation::error_message() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return message_;
+}
+void Operation::finish(ErrorCode code, std::string message) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finished_at_ = Clock::now();
+    code_ = code;
+    message_ = std::move(message);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool Operation::wait_done(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, timeout, [&] { return done_; });
+}
+
+}  // namespace weft

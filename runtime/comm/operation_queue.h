@@ -1,0 +1,56 @@
+// OperationQueue: the order in which a communicator's operations run. Every operation gets its
+// sequence number (the tag's) here, in submission order. A blocking call on an idle queue runs
+// inline on the caller's thread (no hand-off, the lowest latency); asynchronous calls go, in
+// order, to a progress thread started on first use, which runs one at a time and sleeps on a
+// condition variable when the queue is empty (an idle communicator costs no CPU). A blocking
+// call made while async work is queued waits behind it.
+#pragma once
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/comm/operation.h"
+
+namespace weft {
+
+class OperationQueue {
+ public:
+  using Execute = std::function<void(const std::shared_ptr<Operation>&)>;
+  OperationQueue(int rank, int size, std::string algorithm, Execute execute);
+  ~OperationQueue();
+  OperationQueue(const OperationQueue&) = delete;
+  OperationQueue& operator=(const OperationQueue&) = delete;
+
+  // Numbers op, stamps it with the algorithm in force, and runs it (inline when blocking and
+  // idle) or queues it. A blocking call returns once op has finished.
+  void submit(const std::shared_ptr<Operation>& op, bool async);
+  // The algorithm id stamped on operations submitted from now on ("" = automatic).
+  void set_algorithm(std::string id);
+  std::string algorithm();
+  // Returns once nothing is queued or running.
+  void wait_idle();
+  // Runs what is queued, then ends the progress thread.
+  void stop();
+
+ private:
+  void loop();
+
+  const int rank_;
+  Execute execute_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::shared_ptr<Operation>> queue_;
+  bool running_ = false;  // an operation is executing (inline or on the thread)
+  bool stopping_ = false;
+  std::thread thread_;
+  std::string algo_;
+  uint64_t next_seq_ = 0;
+  std::vector<uint16_t> p2p_send_seq_, p2p_recv_seq_;  // per peer
+};
+
+}  // namespace weft

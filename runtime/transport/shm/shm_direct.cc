@@ -1,0 +1,239 @@
+#include "runtime/transport/shm/shm_direct.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "collectives/reduce_kernels.h"
+#include "runtime/base/error.h"
+#include "runtime/base/log.h"
+#include "runtime/base/secret.h"
+#include "runtime/store/store.h"
+#include "runtime/transport/transport.h"
+
+namespace weft {
+
+using Clock = std::chrono::steady_clock;
+
+// One cache line per rank: what it posted last. seq is also the futex word.
+struct alignas(64) ShmDirect::Flag {
+  std::atomic<uint32_t> seq{0};
+  std::atomic<uint32_t> sleepers{0};  // peers in FUTEX_WAIT on seq
+  // Per slot parity: the signature of call c stays readable while the poster is at c+1.
+  std::atomic<uint32_t> signature[2] = {};
+  std::atomic<uint64_t> bytes[2] = {};
+  uint8_t pad[32] = {};
+};
+static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free, "futex word");
+
+namespace {
+
+constexpr uint64_t kAlign = 64;
+
+long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
+}
+
+// a has reached b (wrapping 32-bit call numbers).
+bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, bool oversubscribed,
+                     std::chrono::microseconds spin, Millis timeout)
+    : rank_(rank), size_(size), slot_bytes_((slot_bytes + kAlign - 1) / kAlign * kAlign), oversubscribed_(oversubscribed),
+      spin_(spin) {
+  static_assert(sizeof(Flag) == 64, "one cache line per rank");
+  bytes_ = kAlign + sizeof(Flag) * size_ + 2 * slot_bytes_ * size_;
+  std::string name;
+  int fd = -1;
+  if (rank_ == 0) {
+    name = "/weft-d-" + random_secret().substr(0, 24);
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) fail(ErrorCode::kSystemError, "shm direct path: shm_open(create): {}", std::strerror(errno));
+    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+      const int e = errno;
+      close(fd);
+      shm_unlink(name.c_str());
+      fail(ErrorCode::kSystemError, "shm direct path: ftruncate({} bytes): {}", bytes_, std::strerror(e));
+    }
+    store.set("direct_name", to_bytes(name));
+  } else {
+    name = to_string(store.get("direct_name", timeout));
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+    if (fd < 0) fail(ErrorCode::kSystemError, "shm direct path: shm_open({}): {}", name, std::strerror(errno));
+  }
+  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    if (rank_ == 0) shm_unlink(name.c_str());
+    fail(ErrorCode::kSystemError, "shm direct path: mmap: {}", std::strerror(errno));
+  }
+  // A fresh segment is zero: every flag says "posted 0". Everyone maps it before the name goes.
+  store.add("direct_mapped", 1);
+  const auto deadline = Clock::now() + timeout;
+  while (store.add("direct_mapped", 0) < size_) {
+    if (Clock::now() > deadline) {
+      if (rank_ == 0) shm_unlink(name.c_str());
+      fail(ErrorCode::kTimeout, "shm direct path: the ranks did not all map the segment within {} ms", timeout.count());
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  if (rank_ == 0) shm_unlink(name.c_str());
+  WEFT_LOG_DEBUG("shm direct path: {} ranks, slots of {} bytes{}", size_, slot_bytes_,
+                 oversubscribed_ ? ", ranks outnumber cores: waiters yield" : "");
+}
+
+ShmDirect::~ShmDirect() {
+  if (base_) munmap(base_, bytes_);
+}
+
+ShmDirect::Flag* ShmDirect::flag(int r) const {
+  return reinterpret_cast<Flag*>(static_cast<uint8_t*>(base_) + kAlign) + r;
+}
+
+uint8_t* ShmDirect::slot(int r, uint32_t c) const {
+  return static_cast<uint8_t*>(base_) + kAlign + sizeof(Flag) * size_ + (static_cast<size_t>(r) * 2 + (c & 1)) * slot_bytes_;
+}
+
+bool ShmDirect::handles(const CollectiveArgs& a) const {
+  if (size_ < 2) return false;
+  const uint64_t bytes = a.count * dtype_size(a.dtype);
+  switch (a.kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kReduce:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kAllGather: return bytes <= slot_bytes_;  // all-gather: one rank's block
+    case CollectiveKind::kBarrier: return true;
+    default: return false;
+  }
+}
+
+void ShmDirect::post(uint32_t c, uint64_t bytes, const DirectContext& ctx) {
+  Flag* f = flag(rank_);
+  f->signature[c & 1].store(ctx.signature, std::memory_order_relaxed);
+  f->bytes[c & 1].store(bytes, std::memory_order_relaxed);
+  f->seq.store(c, std::memory_order_seq_cst);  // releases the slot's bytes and the fields above
+  if (f->sleepers.load(std::memory_order_seq_cst) != 0) futex(&f->seq, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check, uint64_t expect_bytes) {
+  Flag* f = flag(r);
+  uint32_t seen = f->seq.load(std::memory_order_acquire);
+  if (!reached(seen, c)) {
+    const auto t0 = Clock::now();
+    // Spin while the peer is likely to answer soon; with more ranks than cores it cannot answer
+    // while this rank holds the core, so yield almost at once. Then sleep on the peer's flag
+    // (it wakes us when it posts), waking every 5 ms for the deadline, aborts and dead peers.
+    const auto spin = oversubscribed_ ? std::chrono::microseconds(2) : spin_;
+    const auto yield_until = t0 + spin + (oversubscribed_ ? std::chrono::microseconds(2000) : spin * 3);
+    auto next_check = t0 + std::chrono::milliseconds(5), next_watch = t0 + std::chrono::milliseconds(100);
+    for (uint32_t i = 0;; ++i) {
+      seen = f->seq.load(std::memory_order_acquire);
+      if (reached(seen, c)) break;
+      if ((i & 63) != 0) {
+        cpu_relax();
+        continue;
+      }
+      const auto now = Clock::now();
+      if (now < t0 + spin) continue;
+      if (now >= next_check) {
+        next_check = now + std::chrono::milliseconds(5);
+        if (ctx.abort && ctx.abort->load()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", ctx.describe());
+        if (now > ctx.deadline)
+          fail(ErrorCode::kTimeout, "{}: timed out waiting for rank {} (it has not made this call)", ctx.describe(), r);
+        if (ctx.transport)
+          if (std::string why = ctx.transport->peer_failure(r); !why.empty())
+            fail(ErrorCode::kRemoteError, "{}: rank {} failed: {}", ctx.describe(), r, why);
+        if (now >= next_watch) {
+          next_watch = now + std::chrono::milliseconds(100);
+          if (ctx.watchdog) ctx.watchdog();
+        }
+      }
+      if (now < yield_until) {
+        sched_yield();
+        continue;
+      }
+      f->sleepers.fetch_add(1, std::memory_order_seq_cst);
+      seen = f->seq.load(std::memory_order_seq_cst);
+      if (!reached(seen, c)) {
+        timespec ts{0, 5'000'000};
+        futex(&f->seq, FUTEX_WAIT, seen, &ts);
+      }
+      f->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+    }
+  }
+  if (check) {
+    const auto theirs = static_cast<uint16_t>(f->signature[c & 1].load(std::memory_order_relaxed));
+    if (theirs != ctx.signature)
+      fail(ErrorCode::kInvalidUsage, "{}: mismatch with rank {}: the ranks passed different arguments: {}", ctx.describe(), r,
+           signature_difference(ctx.signature, theirs));
+    const uint64_t their_bytes = f->bytes[c & 1].load(std::memory_order_relaxed);
+    if (expect_bytes != kAnyBytes && their_bytes != expect_bytes)
+      fail(ErrorCode::kInvalidUsage, "{}: mismatch with rank {}: the ranks passed different arguments: the count ({} bytes here, {} there)",
+           ctx.describe(), r, expect_bytes, their_bytes);
+  }
+}
+
+void ShmDirect::run(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx) {
+  const uint32_t c = next_++;
+  ++calls_;
+  const uint64_t es = dtype_size(a.dtype), bytes = a.count * es;
+  // Slot c%2 was last read in call c-2: every peer is past it once it has posted c-1.
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_) wait_for(r, c - 1, ctx, false);
+  const uint64_t posted = a.kind == CollectiveKind::kBroadcast && a.root != rank_ ? 0 : bytes;
+  const bool contributes = a.kind == CollectiveKind::kAllReduce || a.kind == CollectiveKind::kReduce ||
+                           a.kind == CollectiveKind::kAllGather || (a.kind == CollectiveKind::kBroadcast && a.root == rank_);
+  if (contributes && bytes) std::memcpy(slot(rank_, c), send, bytes);
+  post(c, posted, ctx);
+  switch (a.kind) {
+    case CollectiveKind::kBarrier:
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_) wait_for(r, c, ctx, true);
+      return;
+    case CollectiveKind::kBroadcast:
+      if (a.root == rank_) {
+        if (!a.in_place && bytes) std::memcpy(recv, send, bytes);
+        return;
+      }
+      wait_for(a.root, c, ctx, true, bytes);
+      if (bytes) std::memcpy(recv, slot(a.root, c), bytes);
+      return;
+    case CollectiveKind::kAllGather:
+      for (int r = 0; r < size_; ++r) {
+        if (r != rank_) wait_for(r, c, ctx, true, bytes);
+        if (bytes && !(r == rank_ && a.in_place)) std::memcpy(static_cast<uint8_t*>(recv) + r * bytes, slot(r, c), bytes);
+      }
+      return;
+    case CollectiveKind::kReduce:
+    case CollectiveKind::kAllReduce: {
+      if (a.kind == CollectiveKind::kReduce && a.root != rank_) return;
+      for (int r = 0; r < size_; ++r)
+        if (r != rank_) wait_for(r, c, ctx, true, bytes);
+      if (!bytes) return;
+      // Every rank combines the slots in rank order: the same bits everywhere.
+      reduce_into(a.dtype, a.op, recv, slot(0, c), slot(1, c), a.count);
+      for (int r = 2; r < size_; ++r) reduce_inplace(a.dtype, a.op, recv, slot(r, c), a.count);
+      if (a.op == RedOp::kAvg) finish_avg(a.dtype, recv, a.count, size_);
+      return;
+    }
+    default: fail(ErrorCode::kInternalError, "shm direct path: {} is not handled", collective_name(a.kind));
+  }
+}
+
+}  // namespace weft

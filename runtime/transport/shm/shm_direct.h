@@ -1,0 +1,70 @@
+// ShmDirect: the latency path for small collectives among the ranks of one node (Open MPI's
+// xhc / DeepSpeed's shared-memory all-reduce in spirit). One segment per communicator holds, per
+// rank, a flag cache line and two data slots. A call numbered c: the rank waits until every peer
+// has posted c-1 (so they are done reading its slot from call c-2), copies its input into slot
+// c%2, posts c in its flag (with the call's signature and size), then waits for the peers it needs
+// and reads their slots straight into its output: an all-reduce reduces every slot in rank order
+// (the same bits on every rank), an all-gather copies them, a broadcast copies the root's. No
+// messages, no reduce-scatter/all-gather rounds, no trailing barrier, no syscall on the fast path:
+// the calling thread polls (spin, then sched_yield, then a futex the poster wakes).
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "collectives/collective.h"
+#include "runtime/base/bytes.h"
+
+namespace weft {
+
+class Store;
+class Transport;
+
+struct DirectContext {
+  std::chrono::steady_clock::time_point deadline;
+  const std::atomic<bool>* abort = nullptr;
+  std::function<void()> watchdog;          // every ~100 ms while waiting (remote failures, mismatches)
+  std::function<std::string()> describe;   // the call, for errors
+  uint16_t signature = 0;                  // call_signature(args)
+  Transport* transport = nullptr;          // asked (every ~5 ms) whether a peer died
+};
+
+class ShmDirect {
+ public:
+  // Collective over the communicator's ranks, all on this node. slot_bytes: the largest per-rank
+  // contribution the path takes. oversubscribed: more ranks than cores, so waiters yield at once.
+  ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, bool oversubscribed, std::chrono::microseconds spin,
+            Millis timeout);
+  ~ShmDirect();
+  ShmDirect(const ShmDirect&) = delete;
+  ShmDirect& operator=(const ShmDirect&) = delete;
+
+  // Whether this path runs `a` (kind and size; the same answer on every rank for the same call).
+  bool handles(const CollectiveArgs& a) const;
+  void run(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx);
+  uint64_t calls() const { return calls_; }  // calls run here (tests check the path was taken)
+
+ private:
+  struct Flag;
+  Flag* flag(int r) const;
+  uint8_t* slot(int r, uint32_t c) const;
+  void post(uint32_t c, uint64_t bytes, const DirectContext& ctx);
+  // Waits until rank r has posted at least c; with check, compares its call signature (and its
+  // size, unless kAnyBytes) with this rank's.
+  static constexpr uint64_t kAnyBytes = ~uint64_t{0};
+  void wait_for(int r, uint32_t c, const DirectContext& ctx, bool check, uint64_t expect_bytes = kAnyBytes);
+
+  int rank_, size_;
+  uint64_t slot_bytes_;
+  bool oversubscribed_;
+  std::chrono::microseconds spin_;
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+  uint32_t next_ = 1;  // the number of the next call
+  uint64_t calls_ = 0;
+};
+
+}  // namespace weft
