@@ -2,6 +2,7 @@
 // Modes (argv[1]):
 //   check            every collective the library offers at odd sizes, checked against a reference
 //   die              rank 1 SIGKILLs itself in the middle of a large all-reduce loop
+//   die-small        the same in a loop of 16-element all-reduces (the shared-memory latency path)
 //   absent           rank 1 never enters the collective (sleeps past the timeout)
 //   mismatch         rank 1 calls with a different count
 //   abort            rank 0 aborts its communicator from another thread while waiting
@@ -100,7 +101,8 @@ int expect_failure(weft::Comm& comm, const char* mode) {
   auto t0 = Clock::now();
   std::vector<float> big(size_t{8} << 20, 1.0f);
   try {
-    if (!std::strcmp(mode, "die") && r == 1) {
+    const bool small = !std::strcmp(mode, "die-small");
+    if ((!std::strcmp(mode, "die") || small) && r == 1) {
       std::thread([] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         kill(getpid(), SIGKILL);
@@ -116,7 +118,7 @@ int expect_failure(weft::Comm& comm, const char* mode) {
         comm.abort();
       }).detach();
     }
-    size_t count = big.size();
+    size_t count = small ? 16 : big.size();
     if (!std::strcmp(mode, "mismatch") && r == 1) count -= 1;
     if (!std::strcmp(mode, "abort") && r != 0) {
       std::this_thread::sleep_for(std::chrono::seconds(4));  // rank 0 waits on us, then aborts

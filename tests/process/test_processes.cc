@@ -76,6 +76,15 @@ TEST(Faults, KilledRankIsAnErrorOnEverySurvivor) {
   expect_codes(rs, 1, {4, 5});  // weftRemoteError or weftTimeout
 }
 
+// The same in small calls, which take the shared-memory latency path: its waits ask whether the
+// peer's process is gone, so the survivors fail in milliseconds rather than at the timeout.
+TEST(Faults, KilledRankInSmallCallsIsAnErrorOnEverySurvivor) {
+  auto rs = run_job(3, {WEFT_TEST_RANK, "die-small"}, {"WEFT_TIMEOUT_MS=20000"});
+  EXPECT_EQ(rs[1].status, 128 + SIGKILL) << dump(rs);
+  expect_all_error(rs, 1, 10.0);
+  expect_codes(rs, 1, {4});  // weftRemoteError: the dead rank is named, not a timeout
+}
+
 TEST(Faults, KilledRankInALargeAllReduceUnderWeftrunNamesTheRank) {
   // 4 ranks; rank 1 SIGKILLs itself 300 ms into a loop of 32 MiB all-reduces. weftrun must exit
   // non-zero and name rank 1; it stops the survivors itself (SIGTERM), well within the timeout.

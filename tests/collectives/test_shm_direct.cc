@@ -1,0 +1,107 @@
+// The shared-memory latency path (runtime/transport/shm/shm_direct.*): every collective it takes
+// (all-reduce, reduce, broadcast, all-gather, barrier), every type and op, sizes 0, 1, primes,
+// and the largest it takes and one element past it (which must go to the scheduled path), in and
+// out of place, 2..5 thread-ranks over the shared-memory transport, each checked against the
+// independent reference of collective_check.h. Each case asserts which path ran (the
+// communicator's count of direct calls), so a change of threshold cannot silently skip it.
+#include <gtest/gtest.h>
+
+#include <atomic>
+
+#include "collectives/collective_check.h"
+#include "support/multirank.h"
+
+namespace weft::test {
+namespace {
+
+constexpr DataType kTypes[] = {DataType::kInt8,    DataType::kUint8,    DataType::kInt32,   DataType::kInt64,
+                               DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64};
+constexpr RedOp kOps[] = {RedOp::kSum, RedOp::kProd, RedOp::kMin, RedOp::kMax, RedOp::kAvg};
+
+class ShmDirectPath : public ::testing::TestWithParam<int> {};
+
+TEST_P(ShmDirectPath, EveryTypeOpAndSizeMatchesTheReference) {
+  const int n = GetParam();
+  CommConfig cfg = test_config();
+  cfg.direct_bytes = 4096;  // small, so that the cases past it stay quick
+  std::vector<CollCase> cases;
+  for (DataType dt : kTypes) {
+    const uint64_t limit = cfg.direct_bytes / dtype_size(dt);
+    for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{7}, uint64_t{13}, uint64_t{251}, limit, limit + 1}) {
+      for (bool in_place : {false, true}) {
+        for (RedOp op : kOps) {
+          cases.push_back({CollectiveKind::kAllReduce, dt, op, count, n, 0, in_place});
+          cases.push_back({CollectiveKind::kReduce, dt, op, count, n, n - 1, in_place});
+        }
+        cases.push_back({CollectiveKind::kBroadcast, dt, RedOp::kSum, count, n, n / 2, in_place});
+        cases.push_back({CollectiveKind::kAllGather, dt, RedOp::kSum, count, n, 0, in_place});
+      }
+    }
+  }
+  cases.push_back({CollectiveKind::kBarrier, DataType::kUint8, RedOp::kSum, 0, n, 0, false});
+  std::atomic<int> failures{0};
+  run_ranks(
+      n, TransportKind::kShm,
+      [&](Communicator& comm) {
+        ASSERT_STREQ(comm.transport_name(), "shm");
+        for (const CollCase& c : cases) {
+          RankBuffers b = make_buffers(c, comm.rank());
+          const uint64_t before = comm.direct_calls();
+          comm.submit(CollectiveArgs{c.kind, c.count, c.dt, c.op, c.root, false}, b.send, b.recv);
+          const bool direct = c.count * dtype_size(c.dt) <= cfg.direct_bytes;
+          if (comm.direct_calls() - before != (direct ? 1u : 0u) && failures++ < 10)
+            ADD_FAILURE() << c.label() << ": expected the " << (direct ? "direct" : "scheduled") << " path";
+          if (c.kind == CollectiveKind::kBarrier) continue;
+          std::string err = check_buffers(c, comm.rank(), b);
+          if (!err.empty() && failures++ < 10) ADD_FAILURE() << c.label() << ": " << err;
+        }
+      },
+      cfg);
+  EXPECT_EQ(failures.load(), 0);
+}
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmDirectPath, ::testing::Values(2, 3, 4, 5));
+
+// Off with WEFT_DIRECT_BYTES=0, and never taken when an algorithm is forced: the user's choice runs.
+TEST(ShmDirectPath, OffWhenDisabledOrAnAlgorithmIsForced) {
+  for (int variant = 0; variant < 2; ++variant) {
+    CommConfig cfg = test_config();
+    if (variant == 0) cfg.direct_bytes = 0;
+    else cfg.algo = "ring";
+    run_ranks(
+        2, TransportKind::kShm,
+        [&](Communicator& comm) {
+          std::vector<float> v(16, 1.0f);
+          comm.submit(CollectiveArgs{CollectiveKind::kAllReduce, v.size(), DataType::kFloat32, RedOp::kSum, 0, false}, v.data(),
+                      v.data());
+          EXPECT_EQ(v[0], 2.0f);
+          EXPECT_EQ(comm.direct_calls(), 0u) << "variant " << variant;
+        },
+        cfg);
+  }
+}
+
+// Ranks that disagree on the count, type or collective of a direct call get an error naming the
+// difference on every rank, within the timeout, instead of reading each other's slots.
+TEST(ShmDirectPath, MismatchIsNamedOnEveryRank) {
+  CommConfig cfg = test_config();
+  cfg.timeout = std::chrono::milliseconds(5000);
+  std::atomic<int> errors{0};
+  run_ranks(
+      3, TransportKind::kShm,
+      [&](Communicator& comm) {
+        std::vector<float> v(64, 1.0f);
+        const DataType dt = comm.rank() == 1 ? DataType::kInt32 : DataType::kFloat32;
+        try {
+          comm.submit(CollectiveArgs{CollectiveKind::kAllReduce, 16, dt, RedOp::kSum, 0, false}, v.data(), v.data());
+          ADD_FAILURE() << "rank " << comm.rank() << ": a mismatched call succeeded";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("mismatch"), std::string::npos) << e.what();
+          errors++;
+        }
+      },
+      cfg);
+  EXPECT_EQ(errors.load(), 3);
+}
+
+}  // namespace
+}  // namespace weft::test
