@@ -18,7 +18,9 @@ struct CommConfig {
   std::chrono::microseconds spin{50};          // WEFT_SPIN_US: busy-poll before sleeping
   std::string algo;                            // WEFT_ALGO: force an algorithm ("" = choose)
   uint64_t slice_bytes = 512 * 1024;           // WEFT_SLICE_BYTES: pipelining granularity
-  uint64_t direct_bytes = 16 << 10;            // WEFT_DIRECT_BYTES: the shared-memory latency path's largest call (0: off)
+  // WEFT_DIRECT_BYTES: the largest call of the shared-memory latency path (0: off; -1: automatic,
+  // 32 KiB, or 256 KiB when the node's ranks outnumber its cores).
+  int64_t direct_bytes = -1;
   int channels = 1;                            // WEFT_NCHANNELS: parallel rings/trees (1..16)
   std::string transport = "auto";              // WEFT_TRANSPORT: auto (shm in a node, UCX across) | ucx
   bool ucx_peer_errors = false;                // WEFT_UCX_ERR_MODE=peer|none

@@ -31,10 +31,13 @@ Communicator::Communicator(CommInit init)
   failures_.arm_death_notice();  // if this process dies, the store tells the others
   // The latency path: all ranks on this node over Weft's shared memory (not thread-ranks, not
   // WEFT_TRANSPORT=ucx), unless WEFT_DIRECT_BYTES=0.
-  if (members_.num_nodes == 1 && size() > 1 && config_.direct_bytes > 0 && std::string(transport_->name()) == "shm") {
-    const bool oversubscribed = members_.host_cores > 0 && members_.host_ranks > members_.host_cores;
-    direct_ = std::make_unique<ShmDirect>(*store_, rank(), size(), config_.direct_bytes, oversubscribed, config_.spin,
-                                          config_.timeout);
+  // Where ranks outnumber cores, every round of a scheduled algorithm waits for a core, so the
+  // direct path (one round) pays off up to larger sizes (docs/PERFORMANCE.md, "Latency path").
+  const bool oversubscribed = members_.host_cores > 0 && members_.host_ranks > members_.host_cores;
+  const int64_t direct_bytes = config_.direct_bytes >= 0 ? config_.direct_bytes : oversubscribed ? 256 << 10 : 32 << 10;
+  if (members_.num_nodes == 1 && size() > 1 && direct_bytes > 0 && std::string(transport_->name()) == "shm") {
+    direct_ = std::make_unique<ShmDirect>(*store_, rank(), size(), static_cast<uint64_t>(direct_bytes), oversubscribed,
+                                          config_.spin, config_.timeout);
   }
   WEFT_LOG_INFO("communicator ready: rank {}/{} node {}/{} local {}/{} transport {}", rank(), size(), node(), num_nodes(),
                 local_rank(), local_size(), transport_->name());

@@ -26,7 +26,7 @@ TEST_P(ShmDirectPath, EveryTypeOpAndSizeMatchesTheReference) {
   cfg.direct_bytes = 4096;  // small, so that the cases past it stay quick
   std::vector<CollCase> cases;
   for (DataType dt : kTypes) {
-    const uint64_t limit = cfg.direct_bytes / dtype_size(dt);
+    const uint64_t limit = static_cast<uint64_t>(cfg.direct_bytes) / dtype_size(dt);
     for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{2}, uint64_t{7}, uint64_t{13}, uint64_t{251}, limit, limit + 1}) {
       for (bool in_place : {false, true}) {
         for (RedOp op : kOps) {
@@ -48,7 +48,7 @@ TEST_P(ShmDirectPath, EveryTypeOpAndSizeMatchesTheReference) {
           RankBuffers b = make_buffers(c, comm.rank());
           const uint64_t before = comm.direct_calls();
           comm.submit(CollectiveArgs{c.kind, c.count, c.dt, c.op, c.root, false}, b.send, b.recv);
-          const bool direct = c.count * dtype_size(c.dt) <= cfg.direct_bytes;
+          const bool direct = c.count * dtype_size(c.dt) <= static_cast<uint64_t>(cfg.direct_bytes);
           if (comm.direct_calls() - before != (direct ? 1u : 0u) && failures++ < 10)
             ADD_FAILURE() << c.label() << ": expected the " << (direct ? "direct" : "scheduled") << " path";
           if (c.kind == CollectiveKind::kBarrier) continue;
