@@ -81,8 +81,8 @@ std::shared_ptr<Operation> Communicator::submit(const CollectiveArgs& args_in, c
     std::lock_guard<std::mutex> lock(destroy_mu_);
     if (destroyed_) fail(ErrorCode::kInvalidUsage, "{}: the communicator was destroyed", collective_name(args.kind));
   }
-  if (const std::string why = failures_.broken_reason(); !why.empty())
-    fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(args.kind), why);
+  if (failures_.broken())
+    fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(args.kind), failures_.broken_reason());
   auto w = std::make_shared<Operation>();
   w->args_ = args;
   w->send_ = send;
@@ -101,12 +101,11 @@ void Communicator::execute(const std::shared_ptr<Operation>& w) {
   w->started_at_ = t0;
   const CollectiveArgs& a = w->args_;
   try {
-    if (const std::string why = failures_.broken_reason(); !why.empty())
-      fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(a.kind), why);
+    if (failures_.broken())
+      fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(a.kind), failures_.broken_reason());
     if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
     if (w->device_ >= 0) run_device(*w, t0);
     else run_host(*w, t0);
-    w->elapsed_us_ = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     w->finish(ErrorCode::kSuccess, {});
   } catch (const Error& e) {
     // An argument error leaves nothing in flight; anything else may have, so the communicator is
@@ -131,16 +130,10 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
     ctx.abort = &failures_.abort_flag();
     ctx.signature = call_signature(a);
     ctx.transport = transport_.get();
-    FailureWatch::SignatureCheck check = failures_.signature_check(w.seq_, ctx.signature, true, t0);
-    ctx.watchdog = check.watchdog;
+    FailureWatch::SignatureCheck check(failures_, w.seq_, ctx.signature, true, t0);
+    ctx.watchdog = [&check] { check(); };
     ctx.describe = [&] { return describe_call(a, w.seq_); };
-    try {
-      direct_->run(a, w.send_, w.recv_, ctx);
-    } catch (...) {
-      check.unpublish();
-      throw;
-    }
-    check.unpublish();
+    direct_->run(a, w.send_, w.recv_, ctx);
     return;
   }
   const Schedule& s = algorithms_.schedule_for(a, w.algo_);
@@ -153,16 +146,10 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
   ctx.abort = &failures_.abort_flag();
   ctx.spin = config_.spin;
   const bool collective = a.kind != CollectiveKind::kSend && a.kind != CollectiveKind::kRecv;
-  FailureWatch::SignatureCheck check = failures_.signature_check(w.seq_, ctx.signature, collective, t0);
-  ctx.watchdog = check.watchdog;
+  FailureWatch::SignatureCheck check(failures_, w.seq_, ctx.signature, collective, t0);
+  ctx.watchdog = [&check] { check(); };
   ctx.describe = [&] { return describe_call(a, w.seq_); };
-  try {
-    executor_.run(s, bufs, ctx);
-  } catch (...) {
-    check.unpublish();
-    throw;
-  }
-  check.unpublish();
+  executor_.run(s, bufs, ctx);
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {

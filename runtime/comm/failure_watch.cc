@@ -26,10 +26,6 @@ void FailureWatch::disarm_death_notice() {
   }
 }
 
-bool FailureWatch::broken() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return !broken_.empty();
-}
 std::string FailureWatch::broken_reason() const {
   std::lock_guard<std::mutex> lock(mu_);
   return broken_;
@@ -53,6 +49,7 @@ void FailureWatch::mark_broken(const std::string& why, bool tell_others) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!broken_.empty()) return;
     broken_ = why;
+    broken_flag_.store(true, std::memory_order_release);
   }
   WEFT_LOG_ERROR("communicator broken: {}", why);
   if (!tell_others) return;
@@ -70,49 +67,42 @@ void FailureWatch::check_remote_abort() {
   if (store_->check("abort")) throw Error(ErrorCode::kRemoteError, to_string(store_->get("abort", std::chrono::milliseconds(1000))));
 }
 
-FailureWatch::SignatureCheck FailureWatch::signature_check(uint64_t seq, uint16_t signature, bool collective,
-                                                           Clock::time_point t0) {
-  // Each rank publishes its call signature after 1 s of waiting and compares it with the next
-  // rank's: if the ranks differ anywhere, some neighbours differ.
-  struct State {
-    bool published = false;
-    std::string key;
-  };
-  auto st = std::make_shared<State>();
-  st->key = fmt::format("sig/{}/", seq);
-  collective = collective && size_ > 1;
-  SignatureCheck c;
-  c.watchdog = [this, st, signature, collective, t0] {
-    check_remote_abort();
-    if (!collective || Clock::now() - t0 < std::chrono::seconds(1)) return;
-    if (!st->published) {
-      store_->set(st->key + std::to_string(rank_), to_bytes(std::to_string(signature)));
-      st->published = true;
-    }
-    std::string next = st->key + std::to_string((rank_ + 1) % size_);
-    if (!store_->check(next)) return;
-    Bytes value;
-    try {
-      value = store_->get(next, std::chrono::milliseconds(200));
-    } catch (const Error& e) {
-      // The next rank erased its key between check() and get(): it has finished this call.
-      if (e.code() == ErrorCode::kTimeout) return;
-      throw;
-    }
-    auto theirs = static_cast<uint16_t>(std::stoul(to_string(value)));
-    if (theirs != signature) {
-      fail(ErrorCode::kInvalidUsage, "mismatch with rank {}: the ranks passed different arguments: {}", (rank_ + 1) % size_,
-           signature_difference(signature, theirs));
-    }
-  };
-  c.unpublish = [this, st] {
-    try {
-      if (st->published) store_->erase(st->key + std::to_string(rank_));
-    } catch (const std::exception& e) {
-      WEFT_LOG_DEBUG("erase {}: {}", st->key, e.what());
-    }
-  };
-  return c;
+// Each rank publishes its call signature after 1 s of waiting and compares it with the next
+// rank's: if the ranks differ anywhere, some neighbours differ.
+std::string FailureWatch::SignatureCheck::key(int rank) const { return fmt::format("sig/{}/{}", seq_, rank); }
+
+void FailureWatch::SignatureCheck::operator()() {
+  w_.check_remote_abort();
+  if (!collective_ || Clock::now() - t0_ < std::chrono::seconds(1)) return;
+  if (!published_) {
+    w_.store_->set(key(w_.rank_), to_bytes(std::to_string(signature_)));
+    published_ = true;
+  }
+  const int next_rank = (w_.rank_ + 1) % w_.size_;
+  const std::string next = key(next_rank);
+  if (!w_.store_->check(next)) return;
+  Bytes value;
+  try {
+    value = w_.store_->get(next, std::chrono::milliseconds(200));
+  } catch (const Error& e) {
+    // The next rank erased its key between check() and get(): it has finished this call.
+    if (e.code() == ErrorCode::kTimeout) return;
+    throw;
+  }
+  auto theirs = static_cast<uint16_t>(std::stoul(to_string(value)));
+  if (theirs != signature_) {
+    fail(ErrorCode::kInvalidUsage, "mismatch with rank {}: the ranks passed different arguments: {}", next_rank,
+         signature_difference(signature_, theirs));
+  }
+}
+
+FailureWatch::SignatureCheck::~SignatureCheck() {
+  if (!published_) return;
+  try {
+    w_.store_->erase(key(w_.rank_));
+  } catch (const std::exception& e) {
+    WEFT_LOG_DEBUG("erase {}: {}", key(w_.rank_), e.what());
+  }
 }
 
 std::pair<ErrorCode, std::string> FailureWatch::on_failure(const Error& e, const std::string& call) {

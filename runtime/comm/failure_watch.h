@@ -22,7 +22,7 @@ class FailureWatch {
   void arm_death_notice();
   void disarm_death_notice();
 
-  bool broken() const;
+  bool broken() const { return broken_flag_.load(std::memory_order_acquire); }  // lock-free, every call asks
   std::string broken_reason() const;  // "" when healthy
   std::string last_error() const;
   void set_last_error(const std::string& e);
@@ -37,13 +37,27 @@ class FailureWatch {
   void check_remote_abort();
   // The executor's watchdog for call `seq` with `signature`, started at t0: remote failures, and
   // after 1 s a comparison of call signatures with the next rank (a mismatch no receive can see,
-  // e.g. different roots, would otherwise end as a timeout). unpublish() after the call.
-  struct SignatureCheck {
-    std::function<void()> watchdog;
-    std::function<void()> unpublish;
+  // e.g. different roots, would otherwise end as a timeout). Lives on the caller's stack for the
+  // call; costs nothing until the watchdog first runs; the destructor withdraws what it published.
+  class SignatureCheck {
+   public:
+    SignatureCheck(FailureWatch& watch, uint64_t seq, uint16_t signature, bool collective,
+                   std::chrono::steady_clock::time_point t0)
+        : w_(watch), seq_(seq), signature_(signature), collective_(collective && watch.size_ > 1), t0_(t0) {}
+    ~SignatureCheck();
+    SignatureCheck(const SignatureCheck&) = delete;
+    SignatureCheck& operator=(const SignatureCheck&) = delete;
+    void operator()();  // the watchdog: throws on a remote failure or a mismatch
+
+   private:
+    std::string key(int rank) const;
+    FailureWatch& w_;
+    uint64_t seq_;
+    uint16_t signature_;
+    bool collective_;
+    bool published_ = false;
+    std::chrono::steady_clock::time_point t0_;
   };
-  SignatureCheck signature_check(uint64_t seq, uint16_t signature, bool collective,
-                                 std::chrono::steady_clock::time_point t0);
   // An operation failed with e: returns the code and message to report, breaking the
   // communicator unless e is a bad argument (nothing in flight then), and publishing the cause
   // unless it came from another rank. `call` describes the call ("allreduce #3 (...)").
@@ -55,6 +69,7 @@ class FailureWatch {
   std::atomic<bool> abort_{false};
   mutable std::mutex mu_;
   std::string broken_;  // non-empty: why the communicator is broken
+  std::atomic<bool> broken_flag_{false};
   std::string last_error_;
 };
 

@@ -30,6 +30,7 @@ void Operation::finish(ErrorCode code, std::string message) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     finished_at_ = Clock::now();
+    if (started_at_ != Clock::time_point{}) elapsed_us_ = std::chrono::duration<double, std::micro>(finished_at_ - started_at_).count();
     code_ = code;
     message_ = std::move(message);
     done_ = true;

@@ -22,20 +22,24 @@ namespace weft {
 
 using Clock = std::chrono::steady_clock;
 
-// One cache line per rank: what it posted last. seq is also the futex word.
+// Two cache lines per rank, one per call parity: line c%2 says what the rank posted last among
+// the calls of that parity (seq is also the futex word), and carries the payload of call c when it
+// is at most kInlineBytes, so a peer's flag and data arrive in one cache-line transfer. While a
+// peer reads call c's line the poster writes call c+1 into the other line: no false sharing.
 struct alignas(64) ShmDirect::Flag {
   std::atomic<uint32_t> seq{0};
   std::atomic<uint32_t> sleepers{0};  // peers in FUTEX_WAIT on seq
-  // Per slot parity: the signature of call c stays readable while the poster is at c+1.
-  std::atomic<uint32_t> signature[2] = {};
-  std::atomic<uint64_t> bytes[2] = {};
-  uint8_t pad[32] = {};
+  std::atomic<uint32_t> signature{0};
+  uint32_t pad = 0;
+  std::atomic<uint64_t> bytes{0};
+  uint8_t inline_data[40] = {};
 };
 static_assert(sizeof(std::atomic<uint32_t>) == 4 && std::atomic<uint32_t>::is_always_lock_free, "futex word");
 
 namespace {
 
 constexpr uint64_t kAlign = 64;
+constexpr uint64_t kInlineBytes = 40;
 
 long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
   return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
@@ -56,8 +60,8 @@ ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, bool
                      std::chrono::microseconds spin, Millis timeout)
     : rank_(rank), size_(size), slot_bytes_((slot_bytes + kAlign - 1) / kAlign * kAlign), oversubscribed_(oversubscribed),
       spin_(spin) {
-  static_assert(sizeof(Flag) == 64, "one cache line per rank");
-  bytes_ = kAlign + sizeof(Flag) * size_ + 2 * slot_bytes_ * size_;
+  static_assert(sizeof(Flag) == 64, "one cache line per rank and parity");
+  bytes_ = kAlign + 2 * sizeof(Flag) * size_ + 2 * slot_bytes_ * size_;
   std::string name;
   int fd = -1;
   if (rank_ == 0) {
@@ -102,12 +106,13 @@ ShmDirect::~ShmDirect() {
   if (base_) munmap(base_, bytes_);
 }
 
-ShmDirect::Flag* ShmDirect::flag(int r) const {
-  return reinterpret_cast<Flag*>(static_cast<uint8_t*>(base_) + kAlign) + r;
+ShmDirect::Flag* ShmDirect::flag(int r, uint32_t c) const {
+  return reinterpret_cast<Flag*>(static_cast<uint8_t*>(base_) + kAlign) + 2 * r + (c & 1);
 }
 
-uint8_t* ShmDirect::slot(int r, uint32_t c) const {
-  return static_cast<uint8_t*>(base_) + kAlign + sizeof(Flag) * size_ + (static_cast<size_t>(r) * 2 + (c & 1)) * slot_bytes_;
+uint8_t* ShmDirect::slot(int r, uint32_t c, uint64_t bytes) const {
+  if (bytes <= kInlineBytes) return flag(r, c)->inline_data;
+  return static_cast<uint8_t*>(base_) + kAlign + 2 * sizeof(Flag) * size_ + (static_cast<size_t>(r) * 2 + (c & 1)) * slot_bytes_;
 }
 
 bool ShmDirect::handles(const CollectiveArgs& a) const {
@@ -124,15 +129,15 @@ bool ShmDirect::handles(const CollectiveArgs& a) const {
 }
 
 void ShmDirect::post(uint32_t c, uint64_t bytes, const DirectContext& ctx) {
-  Flag* f = flag(rank_);
-  f->signature[c & 1].store(ctx.signature, std::memory_order_relaxed);
-  f->bytes[c & 1].store(bytes, std::memory_order_relaxed);
+  Flag* f = flag(rank_, c);
+  f->signature.store(ctx.signature, std::memory_order_relaxed);
+  f->bytes.store(bytes, std::memory_order_relaxed);
   f->seq.store(c, std::memory_order_seq_cst);  // releases the slot's bytes and the fields above
   if (f->sleepers.load(std::memory_order_seq_cst) != 0) futex(&f->seq, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
 void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check, uint64_t expect_bytes) {
-  Flag* f = flag(r);
+  Flag* f = flag(r, c);
   uint32_t seen = f->seq.load(std::memory_order_acquire);
   if (!reached(seen, c)) {
     const auto t0 = Clock::now();
@@ -178,11 +183,11 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
     }
   }
   if (check) {
-    const auto theirs = static_cast<uint16_t>(f->signature[c & 1].load(std::memory_order_relaxed));
+    const auto theirs = static_cast<uint16_t>(f->signature.load(std::memory_order_relaxed));
     if (theirs != ctx.signature)
       fail(ErrorCode::kInvalidUsage, "{}: mismatch with rank {}: the ranks passed different arguments: {}", ctx.describe(), r,
            signature_difference(ctx.signature, theirs));
-    const uint64_t their_bytes = f->bytes[c & 1].load(std::memory_order_relaxed);
+    const uint64_t their_bytes = f->bytes.load(std::memory_order_relaxed);
     if (expect_bytes != kAnyBytes && their_bytes != expect_bytes)
       fail(ErrorCode::kInvalidUsage, "{}: mismatch with rank {}: the ranks passed different arguments: the count ({} bytes here, {} there)",
            ctx.describe(), r, expect_bytes, their_bytes);
@@ -199,7 +204,7 @@ void ShmDirect::run(const CollectiveArgs& a, const void* send, void* recv, const
   const uint64_t posted = a.kind == CollectiveKind::kBroadcast && a.root != rank_ ? 0 : bytes;
   const bool contributes = a.kind == CollectiveKind::kAllReduce || a.kind == CollectiveKind::kReduce ||
                            a.kind == CollectiveKind::kAllGather || (a.kind == CollectiveKind::kBroadcast && a.root == rank_);
-  if (contributes && bytes) std::memcpy(slot(rank_, c), send, bytes);
+  if (contributes && bytes) std::memcpy(slot(rank_, c, bytes), send, bytes);
   post(c, posted, ctx);
   switch (a.kind) {
     case CollectiveKind::kBarrier:
@@ -212,12 +217,12 @@ void ShmDirect::run(const CollectiveArgs& a, const void* send, void* recv, const
         return;
       }
       wait_for(a.root, c, ctx, true, bytes);
-      if (bytes) std::memcpy(recv, slot(a.root, c), bytes);
+      if (bytes) std::memcpy(recv, slot(a.root, c, bytes), bytes);
       return;
     case CollectiveKind::kAllGather:
       for (int r = 0; r < size_; ++r) {
         if (r != rank_) wait_for(r, c, ctx, true, bytes);
-        if (bytes && !(r == rank_ && a.in_place)) std::memcpy(static_cast<uint8_t*>(recv) + r * bytes, slot(r, c), bytes);
+        if (bytes && !(r == rank_ && a.in_place)) std::memcpy(static_cast<uint8_t*>(recv) + r * bytes, slot(r, c, bytes), bytes);
       }
       return;
     case CollectiveKind::kReduce:
@@ -227,8 +232,8 @@ void ShmDirect::run(const CollectiveArgs& a, const void* send, void* recv, const
         if (r != rank_) wait_for(r, c, ctx, true, bytes);
       if (!bytes) return;
       // Every rank combines the slots in rank order: the same bits everywhere.
-      reduce_into(a.dtype, a.op, recv, slot(0, c), slot(1, c), a.count);
-      for (int r = 2; r < size_; ++r) reduce_inplace(a.dtype, a.op, recv, slot(r, c), a.count);
+      reduce_into(a.dtype, a.op, recv, slot(0, c, bytes), slot(1, c, bytes), a.count);
+      for (int r = 2; r < size_; ++r) reduce_inplace(a.dtype, a.op, recv, slot(r, c, bytes), a.count);
       if (a.op == RedOp::kAvg) finish_avg(a.dtype, recv, a.count, size_);
       return;
     }

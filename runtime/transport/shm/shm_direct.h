@@ -1,8 +1,8 @@
 // ShmDirect: the latency path for small collectives among the ranks of one node (Open MPI's
 // xhc / DeepSpeed's shared-memory all-reduce in spirit). One segment per communicator holds, per
-// rank, a flag cache line and two data slots. A call numbered c: the rank waits until every peer
+// rank, two flag cache lines and two data slots (one of each per call parity). A call numbered c: the rank waits until every peer
 // has posted c-1 (so they are done reading its slot from call c-2), copies its input into slot
-// c%2, posts c in its flag (with the call's signature and size), then waits for the peers it needs
+// c%2 (up to 40 bytes: into its flag's cache line for that parity), posts c in its flag (with the call's signature and size), then waits for the peers it needs
 // and reads their slots straight into its output: an all-reduce reduces every slot in rank order
 // (the same bits on every rank), an all-gather copies them, a broadcast copies the root's. No
 // messages, no reduce-scatter/all-gather rounds, no trailing barrier, no syscall on the fast path:
@@ -49,8 +49,9 @@ class ShmDirect {
 
  private:
   struct Flag;
-  Flag* flag(int r) const;
-  uint8_t* slot(int r, uint32_t c) const;
+  Flag* flag(int r, uint32_t c) const;  // rank r's line for calls of c's parity
+  // Where rank r's contribution of `bytes` to call c lies: in its flag's line when small.
+  uint8_t* slot(int r, uint32_t c, uint64_t bytes) const;
   void post(uint32_t c, uint64_t bytes, const DirectContext& ctx);
   // Waits until rank r has posted at least c; with check, compares its call signature (and its
   // size, unless kAnyBytes) with this rank's.
