@@ -8,6 +8,9 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "runtime/base/error.h"
 #include "runtime/store/store.h"
@@ -30,12 +33,41 @@ std::string machine_id() {
   return machine.empty() ? host_name() : machine;
 }
 
-// The cores this process may use.
-int usable_cores() {
+// The CPUs this process may use, as hex words ("ff.0.1": CPUs 0-7 and 128): ranks bound to one
+// core each (mpirun --bind-to core) share a machine's cores without outnumbering them, so the
+// machine's cores are the union of its ranks' sets, not the smallest set.
+std::string usable_cpus() {
   cpu_set_t set;
   CPU_ZERO(&set);
-  int cores = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-  return cores > 0 ? cores : static_cast<int>(std::thread::hardware_concurrency());
+  if (sched_getaffinity(0, sizeof set, &set) != 0 || CPU_COUNT(&set) == 0) {
+    CPU_ZERO(&set);
+    const int n = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    for (int c = 0; c < n && c < CPU_SETSIZE; ++c) CPU_SET(c, &set);
+  }
+  std::vector<uint64_t> words(CPU_SETSIZE / 64, 0);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) words[c / 64] |= uint64_t{1} << (c % 64);
+  while (words.size() > 1 && words.back() == 0) words.pop_back();
+  std::string out;
+  for (size_t i = 0; i < words.size(); ++i) out += fmt::format("{}{:x}", i ? "." : "", words[i]);
+  return out;
+}
+
+// ORs a usable_cpus() record into `into`; false when it is malformed.
+bool merge_cpus(const std::string& text, std::vector<uint64_t>& into) {
+  size_t i = 0, pos = 0;
+  while (pos <= text.size()) {
+    const size_t dot = std::min(text.find('.', pos), text.size());
+    if (dot == pos) return false;
+    char* end = nullptr;
+    const std::string word = text.substr(pos, dot - pos);
+    const uint64_t v = std::strtoull(word.c_str(), &end, 16);
+    if (*end != '\0') return false;
+    if (into.size() <= i) into.resize(i + 1, 0);
+    into[i++] |= v;
+    pos = dot + 1;
+  }
+  return true;
 }
 
 }  // namespace
@@ -48,20 +80,23 @@ Membership Membership::exchange(Store& store, int rank, int size, const std::str
   // The cost model charges the CPU that ranks on one machine queue for when they outnumber its
   // cores (topo::HostCpu): with the node id go the machine and the cores.
   auto gathered = store_all_gather(store, "node", rank, size,
-                                   to_bytes(node_id + '\n' + machine_id() + '\n' + std::to_string(usable_cores())), timeout);
+                                   to_bytes(node_id + '\n' + machine_id() + '\n' + usable_cpus()), timeout);
   std::vector<std::string> ids(size);
-  std::map<std::string, std::pair<int, int>> machines;  // ranks, fewest cores
+  std::map<std::string, std::pair<int, std::vector<uint64_t>>> machines;  // ranks, union of their CPUs
   for (int r = 0; r < size; ++r) {
     std::string v = to_string(gathered[r]);
     const size_t b = v.rfind('\n'), a = b == std::string::npos ? b : v.rfind('\n', b - 1);
     if (a == std::string::npos) fail(ErrorCode::kInternalError, "rank {} published a malformed node record", r);
     ids[r] = v.substr(0, a);
-    auto& mc = machines.try_emplace(v.substr(a + 1, b - a - 1), 0, 1 << 30).first->second;
+    auto& mc = machines[v.substr(a + 1, b - a - 1)];
     mc.first++;
-    mc.second = std::min(mc.second, std::atoi(v.c_str() + b + 1));
+    if (!merge_cpus(v.substr(b + 1), mc.second)) fail(ErrorCode::kInternalError, "rank {} published a malformed CPU set", r);
   }
-  for (const auto& [id, mc] : machines)
-    if (mc.first > m.host_ranks) m.host_ranks = mc.first, m.host_cores = mc.second;
+  for (const auto& [id, mc] : machines) {
+    int cores = 0;
+    for (uint64_t w : mc.second) cores += __builtin_popcountll(w);
+    if (mc.first > m.host_ranks) m.host_ranks = mc.first, m.host_cores = cores;
+  }
   std::vector<std::string> nodes;
   m.local_rank = 0;
   m.local_size = 0;

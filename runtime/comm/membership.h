@@ -16,7 +16,9 @@ struct Membership {
   int local_rank = 0, local_size = 1;  // within this rank's node
   int node = 0, num_nodes = 1;         // nodes numbered by their first rank
   std::vector<int> node_of_rank;       // node index of every rank (AlgoOptions::node_of_rank)
-  int host_ranks = 1, host_cores = 0;  // most ranks on one machine (boot id), and the cores they may use
+  // Most ranks on one machine (boot id), and the CPUs they may use between them (the union of
+  // their affinity sets).
+  int host_ranks = 1, host_cores = 0;
 
   // node_id "" = the hostname.
   static Membership exchange(Store& store, int rank, int size, const std::string& node_id, Millis timeout);

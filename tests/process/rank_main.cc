@@ -8,6 +8,8 @@
 //   abort            rank 0 aborts its communicator from another thread while waiting
 //   abort-async      rank 0 aborts from another thread while three asynchronous calls wait
 //   argerror         every rank passes a bad root first: an argument error, then a correct call
+//   idle             after blocking and asynchronous calls (the queue's thread started), the
+//                    process's CPU time over a second of idling must stay under 1% of a core
 //   levels           ranks 2k and 2k+1 act as node k (WEFT_NODE_ID); weftCommSplitLevel's node and
 //                    rail communicators hold the expected ranks, in order, and all-reduce over them
 // After an error every mode checks that the communicator is broken, not half-broken: one more
@@ -15,6 +17,7 @@
 // Exit status: 0 when the mode's expectation held on this rank; the last line on stdout says
 // "rank R: <result> <code> <elapsed ms> <message>".
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +78,29 @@ int check(weft::Comm& comm) {
   comm.barrier();
   std::printf("rank %d: OK %d ranks\n", r, n);
   return 0;
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);  // every thread of the process
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+// An idle communicator costs no CPU: no thread of it polls while nothing is asked of it.
+int idle(weft::Comm& comm) {
+  std::vector<float> small(16, 1.0f), big(size_t{1} << 20, 1.0f);
+  comm.all_reduce(small.data(), small.data(), small.size(), weft::Float32, weft::Sum);
+  comm.all_reduce(big.data(), big.data(), big.size(), weft::Float32, weft::Sum);
+  comm.all_reduce_async(big.data(), big.data(), big.size(), weft::Float32, weft::Sum).wait();
+  comm.barrier();
+  const double c0 = cpu_seconds();
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double used = cpu_seconds() - c0, wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  comm.barrier();
+  const double share = 100.0 * used / wall;
+  std::printf("rank %d: IDLE %.3f%% of a core (%.1f ms CPU over %.2f s)\n", comm.rank(), share, used * 1e3, wall);
+  return share < 1.0 ? 0 : 1;
 }
 
 // After an error the communicator must be broken: the next call fails at once with the cause.
@@ -238,9 +264,11 @@ int main(int argc, char** argv) {
              : !std::strcmp(mode, "abort-async") ? abort_async(comm)
              : !std::strcmp(mode, "argerror")    ? arg_error(comm)
              : !std::strcmp(mode, "levels")      ? levels(comm)
+             : !std::strcmp(mode, "idle")        ? idle(comm)
                                                  : expect_failure(comm, mode);
     std::fflush(stdout);
-    if (std::strcmp(mode, "check") != 0 && std::strcmp(mode, "argerror") != 0 && std::strcmp(mode, "levels") != 0)
+    if (std::strcmp(mode, "check") != 0 && std::strcmp(mode, "argerror") != 0 && std::strcmp(mode, "levels") != 0 &&
+        std::strcmp(mode, "idle") != 0)
       _exit(rc);  // a broken communicator: leave without teardown
     return rc;
   } catch (const weft::Error& e) {

@@ -28,6 +28,19 @@ TEST_P(Processes, CollectivesAreCorrect) {
 }
 INSTANTIATE_TEST_SUITE_P(Ranks, Processes, ::testing::Values(2, 3, 4));
 
+// An idle communicator (after blocking and asynchronous calls) uses under 1% of a core: nothing
+// polls while nothing is asked of it (issue: progress engine, "Threads").
+class Idle : public ::testing::TestWithParam<const char*> {};
+TEST_P(Idle, AnIdleCommunicatorCostsNoCpu) {
+  auto rs = run_job(3, {WEFT_TEST_RANK, "idle"}, {std::string("WEFT_TRANSPORT=") + GetParam()});
+  for (size_t r = 0; r < rs.size(); ++r) {
+    EXPECT_EQ(rs[r].status, 0) << dump(rs);
+    EXPECT_NE(rs[r].output.find("IDLE"), std::string::npos) << dump(rs);
+  }
+  std::printf("[ figure ] WEFT_TRANSPORT=%s %s", GetParam(), rs[0].output.substr(rs[0].output.find("rank 0: IDLE")).c_str());
+}
+INSTANTIATE_TEST_SUITE_P(Transports, Idle, ::testing::Values("auto", "ucx"));
+
 // weftCommSplitLevel: 4 ranks as 2 nodes of 2, and 5 as nodes of 2, 2 and 1 (uneven rails).
 TEST(Levels, NodeAndRailCommunicators) {
   for (int n : {4, 5}) {
