@@ -13,6 +13,7 @@ std::optional<BindMode> parse_bind_mode(const std::string& text) {
   if (text == "none") return BindMode::kNone;
   if (text == "numa") return BindMode::kNuma;
   if (text == "gpu") return BindMode::kGpu;
+  if (text == "cores") return BindMode::kCores;
   if (text == "auto") return BindMode::kAuto;
   return std::nullopt;
 }
@@ -23,14 +24,24 @@ const char* bind_mode_name(BindMode mode) {
     case BindMode::kNone: return "none";
     case BindMode::kNuma: return "numa";
     case BindMode::kGpu: return "gpu";
+    case BindMode::kCores: return "cores";
   }
   return "?";
 }
 
-BindMode resolve_bind_mode(BindMode requested, const NodeTopology& topo) {
+namespace {
+std::vector<int> node_cpus(const NodeTopology& topo) {
+  std::vector<int> all;
+  for (const NumaNode& n : topo.numa) all.insert(all.end(), n.cpus.begin(), n.cpus.end());
+  return all;
+}
+}  // namespace
+
+BindMode resolve_bind_mode(BindMode requested, const NodeTopology& topo, int local_size) {
   if (requested != BindMode::kAuto) return requested;
   if (!topo.gpus.empty()) return BindMode::kGpu;
   if (topo.numa.size() > 1) return BindMode::kNuma;
+  if (local_size > 1 && static_cast<size_t>(local_size) <= node_cpus(topo).size()) return BindMode::kCores;
   return BindMode::kNone;
 }
 
@@ -97,9 +108,31 @@ std::string nic_value(const PciDevice* nic) { return nic ? nic->name + ":1" : st
 std::vector<RankBinding> plan_binding(BindMode mode, const NodeTopology& topo, int local_size,
                                       const std::optional<std::string>& cuda_visible) {
   std::vector<RankBinding> out(static_cast<size_t>(std::max(local_size, 0)));
-  mode = resolve_bind_mode(mode, topo);
+  mode = resolve_bind_mode(mode, topo, local_size);
   if (mode == BindMode::kNone) {
     for (RankBinding& b : out) b.explanation = "no binding (--bind none)";
+    return out;
+  }
+  if (mode == BindMode::kCores) {
+    const std::vector<int> cpus = node_cpus(topo);
+    if (out.size() > cpus.size()) {
+      for (RankBinding& b : out)
+        b.explanation = fmt::format("no binding ({} ranks on {} CPUs: --bind cores needs a CPU per rank)", out.size(), cpus.size());
+      return out;
+    }
+    // Rank r gets CPUs [r*C/n, (r+1)*C/n): equal shares, the remainder spread, nearby CPUs together.
+    const size_t n = out.size(), c = cpus.size();
+    for (size_t r = 0; r < n; ++r) {
+      RankBinding& b = out[r];
+      b.cpus.assign(cpus.begin() + static_cast<long>(r * c / n), cpus.begin() + static_cast<long>((r + 1) * c / n));
+      int numa = 0;
+      for (size_t k = 0; k < topo.numa.size(); ++k)
+        if (std::find(topo.numa[k].cpus.begin(), topo.numa[k].cpus.end(), b.cpus.front()) != topo.numa[k].cpus.end())
+          numa = static_cast<int>(k);
+      b.nic = nic_value(nic_for_numa(topo, numa, static_cast<int>(r)));
+      b.explanation = fmt::format("CPUs {} ({} of the node's {}), NIC {}", format_cpu_list(b.cpus), b.cpus.size(), c,
+                                  b.nic.empty() ? "left alone (no RDMA NIC)" : b.nic);
+    }
     return out;
   }
   if (mode == BindMode::kGpu) {

@@ -72,7 +72,7 @@ int run_local(const LaunchOptions& o, const NodeTopology& topo) {
   std::vector<RankBinding> bindings =
       plan_binding(o.bind, topo, o.np, cvd ? std::optional<std::string>(cvd) : std::nullopt);
   if (o.verbose) {
-    std::cerr << "weftrun: binding " << bind_mode_name(resolve_bind_mode(o.bind, topo)) << " (" << topo.numa.size()
+    std::cerr << "weftrun: binding " << bind_mode_name(resolve_bind_mode(o.bind, topo, o.np)) << " (" << topo.numa.size()
               << " NUMA node(s), " << topo.gpus.size() << " GPU(s), " << topo.nics.size() << " RDMA NIC(s))\n";
     for (int r = 0; r < o.np; ++r) std::cerr << "weftrun: rank " << r << ": " << bindings[r].explanation << "\n";
   }

@@ -137,6 +137,8 @@ std::vector<std::string> build_mpi_command(const LaunchOptions& o, MpiFlavor fla
     if (oversubscribed) cmd.push_back("--oversubscribe");
     if (bind == BindMode::kNone) {
       cmd.insert(cmd.end(), {"--bind-to", "none"});
+    } else if (bind == BindMode::kCores) {
+      cmd.insert(cmd.end(), {"--map-by", "core", "--bind-to", oversubscribed ? "core:overload-allowed" : "core"});
     } else {  // numa and gpu: each rank on a NUMA node; the library picks the GPU by local rank
       cmd.insert(cmd.end(), {"--map-by", "numa", "--bind-to", oversubscribed ? "numa:overload-allowed" : "numa"});
     }
@@ -155,7 +157,7 @@ std::vector<std::string> build_mpi_command(const LaunchOptions& o, MpiFlavor fla
     if (!by_name.empty()) cmd.insert(cmd.end(), {"-genvlist", by_name});
     if (!o.host_arg.empty()) cmd.insert(cmd.end(), {"-hosts", o.host_arg});
     if (!o.hostfile.empty()) cmd.insert(cmd.end(), {"-f", o.hostfile});
-    if (bind != BindMode::kNone) cmd.insert(cmd.end(), {"-bind-to", "numa"});
+    if (bind != BindMode::kNone) cmd.insert(cmd.end(), {"-bind-to", bind == BindMode::kCores ? "core" : "numa"});
     if (o.tag_output) cmd.push_back("-prepend-rank");
   }
   cmd.insert(cmd.end(), o.program.begin(), o.program.end());

@@ -111,7 +111,7 @@ std::optional<LaunchOptions> parse_command_line(int argc, const char* const* arg
   app.add_option("--hostfile", o.hostfile, "hostfile (Open MPI 'host slots=N' or MPICH 'host:N')");
   app.add_option("--mpi", mpi, "auto|openmpi|mpich|none (auto: MPI only for remote hosts)");
   app.add_option("--mpirun", o.mpirun, "the MPI launcher to run (default: mpirun/mpiexec on PATH)");
-  app.add_option("--bind", bind, "none|numa|gpu|auto (auto: gpu if GPUs, numa if >1 NUMA node)");
+  app.add_option("--bind", bind, "none|numa|gpu|cores|auto (auto: gpu if GPUs, numa if >1 NUMA node, cores if the ranks fit on the CPUs)");
   app.add_option("-x", env, "pass VAR (from this environment) or set VAR=VALUE in every rank")
       ->allow_extra_args(false);
   app.add_option("--timeout", o.timeout_s, "stop the job after this many seconds");
@@ -142,7 +142,7 @@ std::optional<LaunchOptions> parse_command_line(int argc, const char* const* arg
   else if (mpi == "none") o.mpi = MpiChoice::kNone;
   else throw UsageError{"--mpi must be auto, openmpi, mpich or none (got '" + mpi + "')"};
   auto b = parse_bind_mode(bind);
-  if (!b) throw UsageError{"--bind must be none, numa, gpu or auto (got '" + bind + "')"};
+  if (!b) throw UsageError{"--bind must be none, numa, gpu, cores or auto (got '" + bind + "')"};
   o.bind = *b;
   if (o.timeout_s < 0) throw UsageError{"--timeout must not be negative"};
   if (!o.host_arg.empty() && !o.hostfile.empty()) throw UsageError{"give -H or --hostfile, not both"};

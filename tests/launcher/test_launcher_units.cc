@@ -144,6 +144,27 @@ TEST(LauncherBinding, AutoMode) {
   t.numa.pop_back();
   EXPECT_EQ(resolve_bind_mode(BindMode::kAuto, t), BindMode::kNone);
   EXPECT_EQ(resolve_bind_mode(BindMode::kNuma, t), BindMode::kNuma);
+  // One NUMA node: a CPU share per rank while the ranks fit on its CPUs (4 here), else nothing.
+  EXPECT_EQ(resolve_bind_mode(BindMode::kAuto, t, 1), BindMode::kNone);
+  EXPECT_EQ(resolve_bind_mode(BindMode::kAuto, t, 2), BindMode::kCores);
+  EXPECT_EQ(resolve_bind_mode(BindMode::kAuto, t, 4), BindMode::kCores);
+  EXPECT_EQ(resolve_bind_mode(BindMode::kAuto, t, 5), BindMode::kNone);
+}
+
+TEST(LauncherBinding, CoresSplitIntoDisjointShares) {
+  NodeTopology t = two_socket_box();  // NUMA 0: CPUs 0-3, NUMA 1: CPUs 4-7
+  auto b = plan_binding(BindMode::kCores, t, 3, std::nullopt);
+  ASSERT_EQ(b.size(), 3u);
+  EXPECT_EQ(b[0].cpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(b[1].cpus, (std::vector<int>{2, 3, 4}));
+  EXPECT_EQ(b[2].cpus, (std::vector<int>{5, 6, 7}));
+  EXPECT_EQ(b[2].nic, "mlx5_1:1");  // its CPUs are on NUMA node 1
+  auto one_each = plan_binding(BindMode::kCores, t, 8, std::nullopt);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(one_each[r].cpus, (std::vector<int>{r}));
+  auto too_many = plan_binding(BindMode::kCores, t, 9, std::nullopt);
+  EXPECT_TRUE(too_many[0].cpus.empty());
+  EXPECT_NE(too_many[0].explanation.find("9 ranks on 8 CPUs"), std::string::npos) << too_many[0].explanation;
+  EXPECT_EQ(parse_bind_mode("cores"), BindMode::kCores);
 }
 
 TEST(LauncherBinding, GpusRoundRobinWithNearestNicAndCpus) {

@@ -1,4 +1,5 @@
 // End-to-end tests of the weftrun binary with rank_probe as the program.
+#include <sched.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
@@ -113,6 +114,24 @@ TEST(Weftrun, NumaBindingPinsEachRankToItsNodesCpus) {
   for (const std::string& p : lines_of(f.out, "probe ")) EXPECT_FALSE(field(p, "cpus").empty());
 }
 
+TEST(Weftrun, CoresBindingGivesEachRankItsOwnCpus) {
+  // As many ranks as this process may use CPUs (at most 4): disjoint, non-empty sets.
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  const int n = std::min(4, CPU_COUNT(&set));
+  if (n < 2) GTEST_SKIP() << "one CPU: nothing to split";
+  Finished f = weftrun({"-np", std::to_string(n), "--bind", "cores", "--verbose", kProbe});
+  ASSERT_EQ(f.status, 0) << f.err;
+  std::set<std::string> seen;
+  for (const std::string& p : lines_of(f.out, "probe ")) {
+    const std::string cpus = field(p, "cpus");
+    EXPECT_FALSE(cpus.empty()) << p;
+    EXPECT_TRUE(seen.insert(cpus).second) << "two ranks share CPUs " << cpus << "\n" << f.out;
+  }
+  EXPECT_EQ(seen.size(), static_cast<size_t>(n)) << f.out;
+}
+
 TEST(Weftrun, FailingRankStopsTheJobWithItsStatus) {
   Finished f = weftrun({"-np", "3", kProbe, "--exit-rank", "2", "--exit-code", "3", "--sleep", "60"});
   EXPECT_EQ(f.status, 3) << f.err;
@@ -218,7 +237,7 @@ TEST(Weftrun, BadUsageExits2WithAClearMessage) {
   std::vector<Case> cases = {
       {{"-np", "2"}, "no program to run"},
       {{"-np", "0", kProbe}, "-np must be at least 1"},
-      {{"-np", "2", "--bind", "sideways", kProbe}, "--bind must be none, numa, gpu or auto"},
+      {{"-np", "2", "--bind", "sideways", kProbe}, "--bind must be none, numa, gpu, cores or auto"},
       {{"-np", "2", "--mpi", "lam", kProbe}, "--mpi must be"},
       {{kProbe}, "np"},
       {{"-np", "2", "-x", "1BAD=x", kProbe}, "not a variable name"},
