@@ -12,7 +12,8 @@ namespace wperf {
 
 double allreduce_bound(int n, double copyn, double addn) {
   if (n < 2 || copyn <= 0 || addn <= 0) return 0;
-  return 2.0 / (n * (1.0 / addn + 1.0 / copyn));
+  const double b = std::max(copyn, 1.5 * addn);
+  return 2.0 * (n - 1) * b / (static_cast<double>(n) * n);
 }
 
 // Vectorised by hand (GCC's -O2 leaves the plain loop scalar), so the bound is not understated.
@@ -90,7 +91,7 @@ void print_ceiling(const std::vector<CeilingRow>& rows, int threads, const std::
     return;
   }
   std::printf("# weft-perf --ceiling: float32 copy and a += b, GB/s of destination bytes; %d threads\n", threads);
-  std::printf("# all-reduce bound (ring, %d ranks) = 2 / (n * (1/add_n + 1/copy_n))\n", threads);
+  std::printf("# all-reduce bound (any algorithm, %d ranks) = 2(n-1)/n^2 * max(copy_n, 1.5 add_n)\n", threads);
   std::printf("#%11s %9s %9s %9s %9s %12s\n", "size(B)", "copy_1", "add_1", "copy_n", "add_n", "ar_bound");
   for (auto& r : rows)
     std::printf(" %11zu %9.2f %9.2f %9.2f %9.2f %12.2f\n", r.bytes, r.copy1, r.add1, r.copyn, r.addn, r.bound_busbw);

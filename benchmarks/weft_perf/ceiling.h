@@ -1,6 +1,6 @@
 // This machine's memory ceiling: copy and `a += b` (float32) bandwidth with 1 thread and with
-// `threads` threads (one per rank), and the shared-memory ring all-reduce bound derived from them
-// (docs/PERFORMANCE.md, "Ceiling", states the model).
+// `threads` threads (one per rank), and the memory-traffic bound on any all-reduce derived from
+// them (docs/PERFORMANCE.md, "Ceiling", states the model).
 #pragma once
 #include <cstddef>
 #include <string>
@@ -15,8 +15,11 @@ struct CeilingRow {
   double bound_busbw = 0;      // GB/s: the all-reduce bus bandwidth bound for `threads` ranks
 };
 
-// Ring all-reduce bound for n ranks from the n-thread aggregate bandwidths (GB/s):
-// busbw <= 2 / (n * (1/add + 1/copy)).
+// All-reduce bound for n ranks from the n-thread aggregate bandwidths (GB/s). Whatever the
+// algorithm, the ranks together read n inputs and write n outputs of S bytes at least once: at
+// least the traffic of copying nS bytes, which the machine does at best at B = max(copy_n,
+// 1.5 add_n) (a += b moves three streams per destination byte, a copy two). So T >= nS/B and
+// busbw = 2(n-1)/n S/T <= 2(n-1) B / n^2.
 double allreduce_bound(int nranks, double copyn, double addn);
 
 std::vector<CeilingRow> measure_ceiling(const std::vector<size_t>& sizes, int threads);
