@@ -2,12 +2,6 @@
 
 namespace weft {
 
-std::string_view collective_name(CollectiveKind k) {
-  static constexpr std::string_view names[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce",
-                                               "alltoall",  "barrier",       "send",      "recv"};
-  return names[static_cast<int>(k)];
-}
-
 uint64_t send_bytes(const CollectiveArgs& a, int rank, int nranks) {
   uint64_t b = a.count * dtype_size(a.dtype);
   switch (a.kind) {

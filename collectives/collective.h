@@ -1,5 +1,6 @@
 // Collective descriptions and the algorithm registry. One algorithm per file under
-// collectives/algorithms/, each registered once in algorithms.cc with {id, name, description}.
+// collectives/algorithms/, each registered once in algorithms.cc with {id, description, kinds,
+// build, name, predict}.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -8,14 +9,10 @@
 
 #include "collectives/datatype.h"
 #include "collectives/schedule.h"
+#include "runtime/base/collective_kind.h"
 
 namespace weft {
 
-enum class CollectiveKind : uint8_t {
-  kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kBarrier, kSend, kRecv,
-};
-inline constexpr int kNumCollectiveKinds = 9;
-std::string_view collective_name(CollectiveKind k);
 
 // What every rank must agree on for one call (the signature), plus this rank's view.
 struct CollectiveArgs {
@@ -33,11 +30,15 @@ uint64_t recv_bytes(const CollectiveArgs& a, int rank, int nranks);
 
 // Options an algorithm may use.
 struct AlgoOptions {
-  uint64_t slice_bytes = 512 * 1024;  // pipelining granularity
+  uint64_t slice_bytes = kDefaultSliceBytes;  // pipelining granularity
   int channels = 1;                    // parallel rings/trees
   // Node index of every rank (empty: unknown, all on one node). The hierarchical algorithm uses it;
   // the communicator fills it from the ranks' node ids.
   std::vector<int> node_of_rank;
+  // Ring position -> rank for the ring all-reduce, reduce-scatter and all-gather (empty: node_order,
+  // the nodes one after the other). The planner's flat ring (planned_ring, collectives/planner.h)
+  // is the order to pass, so that the ring that was explained is the ring that runs.
+  std::vector<int> ring;
 };
 
 // Splits n items into `parts` contiguous parts whose sizes differ by at most one; returns the
@@ -46,12 +47,21 @@ inline uint64_t part_offset(uint64_t n, uint64_t parts, uint64_t i) {
   return (n / parts) * i + std::min<uint64_t>(i, n % parts);
 }
 
+struct PlanInput;   // collectives/planner.h
+struct Prediction;
+
 struct Algorithm {
   const char* id;           // WEFT_ALGO value: "ring", "tree", "rhd", ...
   const char* description;
   std::vector<CollectiveKind> kinds;
   // Builds this rank's schedule. rank/nranks come from the builder.
   void (*build)(ScheduleBuilder& b, const CollectiveArgs& args, const AlgoOptions& opt);
+  // The name that plans print (`weft-topo plan`): "double_binary_tree" for "tree", ...
+  const char* name;
+  // The cost model's prediction (collectives/planner.h), or nullptr where there is none. Rows that
+  // share an id share it; it returns false where it does not model in.coll or the cluster (its
+  // eligibility). The planner ranks the predictions of the first row of each id.
+  bool (*predict)(const PlanInput& in, Prediction& out);
 };
 
 const std::vector<Algorithm>& algorithm_table();

@@ -1,23 +1,19 @@
 // Communication plans: intra-node rings, NIC rails, double binary trees over the ranks, hierarchy
-// levels, and candidate algorithms ranked by the cost model's predicted time.
+// levels, and the record of a candidate algorithm with its predicted time. The candidates
+// themselves, their predictions and the automatic choice live with the algorithms
+// (collectives/planner.h; each algorithm's `predict` in collectives/algorithms/).
 #pragma once
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "runtime/base/collective_kind.h"
 #include "topology/cluster.h"
 #include "topology/cost.h"
 #include "topology/trees.h"
 
 namespace weft::topo {
-
-enum class Collective : uint8_t { kAllReduce = 0, kReduceScatter = 1, kAllGather = 2, kBroadcast = 3, kReduce = 4 };
-const char* collective_name(Collective c);  // "allreduce", "reducescatter", ...
-std::optional<Collective> parse_collective(std::string_view name);
-
-enum class Algorithm : uint8_t { kRing = 0, kDoubleBinaryTree = 1, kHalvingDoubling = 2, kHierarchical = 3 };
-const char* algorithm_name(Algorithm a);  // "ring", "double_binary_tree", "halving_doubling", "hierarchical"
 
 // Inter-node rail: local rank `index` of every node, each with its NIC.
 struct Rail {
@@ -33,8 +29,9 @@ struct Level {
 };
 
 struct Plan {
-  Algorithm algorithm = Algorithm::kRing;
-  Collective collective = Collective::kAllReduce;
+  std::string algorithm = "ring";       // the algorithm's table id (WEFT_ALGO): "ring", "tree", "rhd", "hier"
+  std::string name;                     // its human name ("double_binary_tree"); empty: the id
+  CollectiveKind collective = CollectiveKind::kAllReduce;
   size_t bytes = 0;
   std::vector<std::vector<int>> rings;  // ring orders over global ranks (flat ring; per-node rings)
   std::vector<Rail> rails;
@@ -57,17 +54,5 @@ std::vector<int> intra_node_ring(const ClusterView& view, int node);
 std::vector<Rail> build_rails(const ClusterView& view);
 // Rings, rails, trees and levels, without an algorithm-specific prediction.
 Plan base_plan(const ClusterView& view);
-
-// Every algorithm's plan with its predicted time, fastest first.
-std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, size_t bytes);
-std::vector<PlanCandidate> rank_plans(const ClusterView& view, Collective coll, size_t bytes, const CostModel& model);
-
-// The Weft algorithm (WEFT_ALGO id) that carries out a plan's algorithm: "ring", "tree", "rhd", "hier".
-const char* weft_algorithm_id(Algorithm a);
-// The cost model's choice for `coll` of `bytes` on `nodes` x `ranks_per_node` ranks of this node
-// type (a uniform cluster), as a Weft algorithm id. Both the communicator (when WEFT_ALGO is unset
-// and there is more than one node) and `weft-topo plan` use it.
-std::string choose_weft_algorithm(const NodeSummary& node, int nodes, int ranks_per_node, Collective coll, size_t bytes,
-                                  const CostModel& model);
 
 }  // namespace weft::topo

@@ -3,6 +3,7 @@
 #include "topology/cluster.h"
 #include "topology/cost.h"
 #include "topology/discovery.h"
+#include "topology/flows.h"
 #include "topology/model.h"
 #include "topology/paths.h"
 #include "topology/plan.h"

@@ -1,7 +1,10 @@
-// The one table of algorithms. WEFT_ALGO, the planner and weft-topo plan all read it.
+// The one table of algorithms. WEFT_ALGO, the planner and weft-topo plan all read it. A row:
+// {id, description, kinds, build, name (as plans print it; nullptr: the id), predict (the cost
+// model's formula, collectives/planner.h; nullptr: not planned)}.
 #include "collectives/algorithms/builtin.h"
 #include "collectives/algorithms/ring.h"
 #include "collectives/collective.h"
+#include "collectives/planner.h"
 #include "runtime/base/error.h"
 
 namespace weft {
@@ -12,40 +15,40 @@ const std::vector<Algorithm>& algorithm_table() {
       {"ring", "Pipelined ring: reduce-scatter then all-gather around r -> r+1, sliced so that the "
                "reduction of one slice overlaps the transfer of the next; opt.channels independent rings "
                "(odd ones reversed) over parts of the buffer.",
-       {K::kAllReduce}, build_ring_allreduce},
+       {K::kAllReduce}, build_ring_allreduce, "ring", predict_ring},
       {"tree", "Double binary tree: each half of the buffer is reduced up one of two complementary "
                "binary trees and broadcast back down it, pipelined in slices.",
-       {K::kAllReduce}, build_tree_allreduce},
+       {K::kAllReduce}, build_tree_allreduce, "double_binary_tree", predict_tree},
       {"rhd", "Recursive halving-doubling (Rabenseifner): reduce-scatter by recursive halving, all-gather "
               "by recursive doubling; extra ranks of a non-power-of-two fold into partners first.",
-       {K::kAllReduce}, build_rhd_allreduce},
+       {K::kAllReduce}, build_rhd_allreduce, "halving_doubling", predict_rhd},
       {"hier", "Hierarchical: ring reduce-scatter inside each node, ring all-reduce of each shard across "
                "nodes along rails (same local index, all rails at once), ring all-gather inside each node; "
                "the flat ring unless every node has the same number (>= 2) of ranks and there are >= 2 nodes.",
-       {K::kAllReduce}, build_hier_allreduce},
+       {K::kAllReduce}, build_hier_allreduce, "hierarchical", predict_hier},
       {"ring", "Pipelined ring reduce-scatter: block c travels c+1 -> ... -> c, combined on the way.",
-       {K::kReduceScatter}, build_ring_reducescatter},
+       {K::kReduceScatter}, build_ring_reducescatter, "ring", predict_ring},
       {"ring", "Pipelined ring all-gather: every block travels n-1 hops around r -> r+1.",
-       {K::kAllGather}, build_ring_allgather},
+       {K::kAllGather}, build_ring_allgather, "ring", predict_ring},
       {"hier", "Hierarchical reduce-scatter: ring reduce-scatter inside each node of the blocks of each rail, "
                "then ring reduce-scatter of the node sums across nodes along rails (all rails at once), the "
                "phases overlapping slice by slice; the flat ring unless nodes are equal (>= 2 of >= 2 ranks).",
-       {K::kReduceScatter}, build_hier_reducescatter},
+       {K::kReduceScatter}, build_hier_reducescatter, "hierarchical", predict_hier},
       {"hier", "Hierarchical all-gather: ring all-gather across nodes along rails (all rails at once), then ring "
                "all-gather inside each node of what every rail gathered, overlapping slice by slice; the flat "
                "ring unless nodes are equal (>= 2 of >= 2 ranks).",
-       {K::kAllGather}, build_hier_allgather},
-      {"chain", "Pipelined chain broadcast root -> root+1 -> ... -> root-1.", {K::kBroadcast}, build_chain_broadcast},
+       {K::kAllGather}, build_hier_allgather, "hierarchical", predict_hier},
+      {"chain", "Pipelined chain broadcast root -> root+1 -> ... -> root-1.", {K::kBroadcast}, build_chain_broadcast, nullptr, nullptr},
       {"binomial", "Binomial-tree broadcast: ceil(log2 n) rounds, slices pipelined.", {K::kBroadcast},
-       build_binomial_broadcast},
+       build_binomial_broadcast, nullptr, nullptr},
       {"chain", "Pipelined chain reduce root-1 -> root-2 -> ... -> root; partial results in scratch.",
-       {K::kReduce}, build_chain_reduce},
+       {K::kReduce}, build_chain_reduce, nullptr, nullptr},
       {"binomial", "Binomial-tree reduce: ceil(log2 n) levels, non-root accumulators in scratch.", {K::kReduce},
-       build_binomial_reduce},
+       build_binomial_reduce, nullptr, nullptr},
       {"pairwise", "Pairwise all-to-all: n-1 rounds exchanging with r+k / r-k; in place through scratch.",
-       {K::kAllToAll}, build_pairwise_alltoall},
+       {K::kAllToAll}, build_pairwise_alltoall, nullptr, nullptr},
       {"dissemination", "Dissemination barrier: ceil(log2 n) rounds of zero-byte messages to r+2^k.",
-       {K::kBarrier}, build_dissemination_barrier},
+       {K::kBarrier}, build_dissemination_barrier, nullptr, nullptr},
   };
   return table;
 }
@@ -72,7 +75,7 @@ std::vector<const Algorithm*> algorithms_for(CollectiveKind kind) {
 const Algorithm* default_algorithm(CollectiveKind kind, uint64_t bytes, int nranks) {
   const char* id = nullptr;
   switch (kind) {
-    case CollectiveKind::kAllReduce: id = nranks > 1 && bytes <= (512u << 10) ? "rhd" : "ring"; break;
+    case CollectiveKind::kAllReduce: id = nranks > 1 && bytes <= kDefaultSliceBytes ? "rhd" : "ring"; break;
     case CollectiveKind::kBroadcast: id = bytes < (32u << 10) ? "binomial" : "chain"; break;
     case CollectiveKind::kReduce: id = bytes <= (256u << 10) ? "binomial" : "chain"; break;
     default: break;

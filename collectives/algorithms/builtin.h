@@ -1,4 +1,7 @@
 #pragma once
+#include <string>
+#include <vector>
+
 #include "collectives/collective.h"
 
 namespace weft {
@@ -12,7 +15,18 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
 // Hierarchical all-reduce (hier_allreduce.cc): intra-node reduce-scatter, inter-node rails,
 // intra-node all-gather; the flat ring when opt.node_of_rank does not give >= 2 equal nodes of >= 2.
 void build_hier_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
-// Per node (in node-id order) its ranks, or empty when hier falls back to the ring.
+// The ranks of every node, in node-id order, each node's in rank order (node_of_rank: the node id
+// of every rank). `why` is empty when there are at least two nodes with equal numbers of ranks
+// (the layout a hierarchical schedule needs), else says why not; `nodes` is filled whenever
+// every rank has a node. Both the host hierarchical schedules and the device hierarchical path
+// (runtime/transport/nccl/hier_plan.h) take their layout from here.
+struct NodeLayout {
+  std::vector<std::vector<int>> nodes;
+  std::string why;
+};
+NodeLayout node_layout(const std::vector<int>& node_of_rank, int nranks);
+// Per node (in node-id order) its ranks, or empty when hier falls back to the ring (node_layout
+// does not suit, or a node holds one rank).
 std::vector<std::vector<int>> hier_layout(const std::vector<int>& node_of_rank, int nranks);
 // Where `rank` stands in hier_layout: node index K and local index l (nodes[K][l] == rank);
 // nodes empty when the layout does not suit.

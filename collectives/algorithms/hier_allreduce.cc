@@ -17,9 +17,13 @@
 // to anyway for one rank per node. Deterministic: the order of every combination is fixed by the
 // layout, and each shard's final value is produced once and copied everywhere.
 #include <map>
+#include <set>
 
 #include "collectives/algorithms/builtin.h"
+#include "collectives/planner.h"
 #include "collectives/algorithms/ring.h"
+#include <fmt/format.h>
+
 #include "collectives/algorithms/slicing.h"
 
 namespace weft {
@@ -124,19 +128,35 @@ RangeWriters ring_all_gather(ScheduleBuilder& b, const GroupRing& g, const RsRes
 
 }  // namespace
 
+NodeLayout node_layout(const std::vector<int>& node_of_rank, int nranks) {
+  NodeLayout l;
+  if (static_cast<int>(node_of_rank.size()) != nranks) {
+    l.why = fmt::format("{} node ids for {} ranks", node_of_rank.size(), nranks);
+    return l;
+  }
+  std::map<int, std::vector<int>> nodes;
+  for (int r = 0; r < nranks; ++r) {
+    if (node_of_rank[r] < 0) {
+      l.why = fmt::format("rank {} has no node", r);
+      return l;
+    }
+    nodes[node_of_rank[r]].push_back(r);
+  }
+  for (auto& [id, ranks] : nodes) l.nodes.push_back(std::move(ranks));
+  if (l.nodes.size() < 2) l.why = "the communicator spans one node";
+  for (size_t k = 1; k < l.nodes.size() && l.why.empty(); ++k)
+    if (l.nodes[k].size() != l.nodes[0].size())
+      l.why = fmt::format("nodes have different numbers of ranks (node 0: {}, node {}: {})", l.nodes[0].size(), k,
+                          l.nodes[k].size());
+  return l;
+}
+
 // The layout hier uses: per node (in node-id order) its ranks in rank order, or empty when the
 // layout does not suit (see above).
 std::vector<std::vector<int>> hier_layout(const std::vector<int>& node_of_rank, int nranks) {
-  if (static_cast<int>(node_of_rank.size()) != nranks) return {};
-  std::map<int, std::vector<int>> nodes;
-  for (int r = 0; r < nranks; ++r) nodes[node_of_rank[r]].push_back(r);
-  std::vector<std::vector<int>> out;
-  for (auto& [id, ranks] : nodes) {
-    if (!out.empty() && ranks.size() != out.front().size()) return {};
-    out.push_back(ranks);
-  }
-  if (out.size() < 2 || out.front().size() < 2) return {};
-  return out;
+  NodeLayout l = node_layout(node_of_rank, nranks);
+  if (!l.why.empty() || l.nodes.front().size() < 2) return {};
+  return std::move(l.nodes);
 }
 
 HierPosition hier_position(const std::vector<int>& node_of_rank, int nranks, int rank) {
@@ -180,6 +200,76 @@ void build_hier_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
   // (3) Intra-node all-gather of the shards, slice by slice as (2) finishes them.
   ring_all_gather(b, intra, rs, final2);
   b.need_scratch(slots2.end());
+}
+
+}  // namespace weft
+
+// ---- Prediction ------------------------------------------------------------------------------
+// Hierarchical (this file and hier_gather_scatter.cc): intra reduce-scatter, inter all-reduce
+// per rail, intra all-gather; the phases overlap slice by slice, so the slowest phase sets the
+// pace and each of the others adds one slice (pipeline fill and drain).
+namespace weft {
+
+bool predict_hier(const PlanInput& in, Prediction& out) {
+  using namespace topo;
+  const ClusterView& view = in.view;
+  const int p = view.size(), N = view.num_nodes(), R = view.max_ranks_per_node();
+  if (!(N > 1 && R > 1)) return false;
+  const bool allreduce = in.coll == CollectiveKind::kAllReduce;
+  const bool rooted = in.coll == CollectiveKind::kBroadcast || in.coll == CollectiveKind::kReduce;
+  const double S = in.bytes, kSlice = in.slice_bytes;
+  Bottleneck bi, br;
+  for (int n = 0; n < N; ++n) {
+    Bottleneck x = ring_bottleneck(view, in.model, in.base.levels[0].groups[n], false);
+    bi.add({x.alpha, x.gbs});
+  }
+  for (const auto& rail : in.base.rails) {
+    Bottleneck x = ring_bottleneck(view, in.model, rail.ranks, true);
+    if (x.gbs > 0) br.add({x.alpha, x.gbs});
+  }
+  const double chunk = S / R;
+  auto overlapped = [](const std::vector<double>& phase, const std::vector<double>& slice) {
+    const size_t slowest = static_cast<size_t>(std::max_element(phase.begin(), phase.end()) - phase.begin());
+    double t = phase[slowest];
+    for (size_t i = 0; i < phase.size(); ++i)
+      if (i != slowest) t += std::min(slice[i], phase[i]);
+    return t;
+  };
+  double xfer, lat;
+  if (allreduce) {
+    xfer = overlapped({(R - 1.0) / R * transfer_us(S, bi.gbs), 2.0 * (N - 1) / N * transfer_us(chunk, br.gbs),
+                       (R - 1.0) / R * transfer_us(S, bi.gbs)},
+                      {transfer_us(std::min(chunk, kSlice), bi.gbs), transfer_us(std::min(chunk / N, kSlice), br.gbs),
+                       transfer_us(std::min(chunk, kSlice), bi.gbs)});
+    lat = 2.0 * (R - 1) * bi.alpha + 2.0 * (N - 1) * br.alpha;
+  } else if (rooted) {
+    xfer = (R - 1.0) / R * transfer_us(S, bi.gbs) + transfer_us(chunk, br.gbs);
+    lat = (R - 1) * bi.alpha + (N - 1) * br.alpha;
+  } else {
+    // Reduce-scatter: blocks of each rail summed inside the node, then along the rail;
+    // all-gather: the other way round. One rank's block is S / p.
+    const double block = S / p;
+    xfer = overlapped({(R - 1.0) / R * transfer_us(S, bi.gbs), (N - 1.0) / N * transfer_us(chunk, br.gbs)},
+                      {transfer_us(std::min(block, kSlice), bi.gbs), transfer_us(std::min(block, kSlice), br.gbs)});
+    lat = (R - 1) * bi.alpha + (N - 1) * br.alpha;
+  }
+  Bottleneck b = bi;
+  b.add({br.alpha, br.gbs});
+  std::set<std::string> nics;
+  for (const auto& rail : in.base.rails)
+    if (!rail.nics.empty()) nics.insert(rail.nics.front());
+  std::string nic_text = nics.size() >= in.base.rails.size()
+                             ? std::string("each rail uses its own NIC (the nearest to its devices), so all NICs work in parallel")
+                             : fmt::format("the {} rails share {} NIC{} per node, each getting its share of it",
+                                           in.base.rails.size(), nics.size(), nics.size() == 1 ? "" : "s");
+  out.xfer_us = xfer;
+  out.lat_us = lat;
+  out.b = b;
+  out.reasons = {fmt::format("intra-node ring of {} ranks at {:.3g} GB/s, then {} rails across {} nodes at {:.3g} GB/s each on 1/{} of the data",
+                             R, bi.gbs, in.base.rails.size(), N, br.gbs, R),
+                 nic_text, "the phases overlap slice by slice: the slowest sets the time"};
+  out.steps = (allreduce ? 2.0 : 1.0) * (R - 1 + N - 1);
+  return true;
 }
 
 }  // namespace weft

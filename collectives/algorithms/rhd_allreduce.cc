@@ -20,7 +20,11 @@
 //
 // Determinism: each block's value is computed by exactly one rank in a fixed sequence of
 // combinations and then only copied: every rank ends with the same bits, on every run.
+#include <algorithm>
+#include <cmath>
+
 #include "collectives/algorithms/builtin.h"
+#include "collectives/planner.h"
 #include "collectives/algorithms/slicing.h"
 
 namespace weft {
@@ -153,6 +157,43 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     StepId u = b.send(order[r - 1], {Buf::kRecv, 0}, total, {last});
     writers.gate(b, u, 0, total);
   }
+}
+
+}  // namespace weft
+
+// ---- Prediction ------------------------------------------------------------------------------
+// Recursive halving-doubling over the ranks in node order (topo::rhd_stages follows build_rhd_
+// allreduce above): stages one after the other, each as slow as its busiest NIC or rank.
+namespace weft {
+
+bool predict_rhd(const PlanInput& in, Prediction& out) {
+  using namespace topo;
+  const auto stages = rhd_stages(in.view, in.bytes, in.coll != CollectiveKind::kAllGather,
+                                 in.coll != CollectiveKind::kReduceScatter);
+  const double S = in.bytes;
+  const int p = in.view.size();
+  double xfer = 0, lat = 0, busiest = 0;
+  Bottleneck b;
+  for (const auto& st : stages) {
+    StageCost c = stage_cost(in.view, in.model, st);
+    xfer += c.us;
+    lat += c.b.alpha;
+    busiest += c.nic_bytes;
+    if (c.b.gbs > 0) b.add({c.b.alpha, c.b.gbs});
+  }
+  if (b.gbs <= 0) b.add(in.model.edge(Path{PathClass::kSelf, Fabric::kNone, 0, 0}));
+  int p2 = 1;
+  while (p2 * 2 <= p) p2 *= 2;
+  const int extra = p - p2;
+  out.xfer_us = xfer;
+  out.lat_us = lat;
+  out.b = b;
+  out.reasons = {
+      fmt::format("{} stages over {} ranks in node order{}; distances 1, 2, 4, ...: the largest halves stay inside nodes",
+                  stages.size(), p2, extra > 0 ? fmt::format(" plus a fold-in of {} extra ranks", extra) : std::string()),
+      fmt::format("the busiest NIC of each stage carries {:.2f}x the buffer in all", S > 0 ? busiest / S : 0.0)};
+  out.steps = static_cast<double>(stages.size());
+  return true;
 }
 
 }  // namespace weft

@@ -1,4 +1,4 @@
-// Pipelined ring all-gather: at step s the rank at ring position r (node_order: nodes one after the
+// Pipelined ring all-gather: at step s the rank at ring position r (ring_order: the planned ring, else the nodes one after the
 // other, by rank within a node) sends the block of position r-s to position r+1 and receives that
 // of position r-s-1 from r-1, forwarding each slice as soon as it arrives. The own block goes out straight from the
 // send buffer and is copied into place (skipped in place, where it already is). Data is only
@@ -14,8 +14,9 @@ void build_ring_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
   if (a.count == 0) return;
   if (!a.in_place) b.copy({Buf::kRecv, b.rank() * block}, {Buf::kSend, 0}, block);
   if (n == 1) return;
-  // Ring positions visit the nodes one after the other (node_order); block offsets stay by rank.
-  const std::vector<int> order = node_order(opt, n);
+  // Ring positions: ring_order (the planned ring, else the nodes one after the other); block
+  // offsets stay by rank.
+  const std::vector<int> order = ring_order(opt, n);
   const int r = position_of(order, b.rank());
   const int next = order[mod(r + 1, n)], prev = order[mod(r - 1, n)];
   const SlicedRange blk(0, a.count, es, slices_for(a.count, es, opt.slice_bytes));

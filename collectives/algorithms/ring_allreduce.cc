@@ -11,6 +11,7 @@
 // and ends at its owner, which sends the final bytes to everyone: every rank holds
 // bitwise-identical results, on every run.
 #include "collectives/algorithms/ring.h"
+#include "collectives/planner.h"
 #include "collectives/algorithms/slicing.h"
 
 namespace weft {
@@ -22,7 +23,7 @@ uint64_t build_ring_part(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
                          uint64_t count, bool reverse, uint64_t scratch_base) {
   const int n = b.nranks();
   const uint64_t es = dtype_size(a.dtype);
-  const std::vector<int> order = node_order(opt, n);  // ring position -> rank, nodes contiguous
+  const std::vector<int> order = ring_order(opt, n);  // ring position -> rank: the planned ring
   auto pos_to_rank = [&](int p) { return order[reverse ? mod(-p, n) : mod(p, n)]; };
   const int me = position_of(order, b.rank());
   const int r = reverse ? mod(-me, n) : me;  // this rank's ring position
@@ -95,6 +96,29 @@ void build_ring_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
     scratch = build_ring_part(b, a, opt, first, count, n > 2 && (c % 2 == 1), scratch);
   }
   b.need_scratch(scratch);
+}
+
+}  // namespace weft
+
+// ---- Prediction: the flat ring through every node's best intra-node ring (base.rings[0]) ------
+// Serves the ring all-reduce, reduce-scatter and all-gather rows (and the model's rooted
+// collectives, a ring of p - 1 hops).
+namespace weft {
+
+bool predict_ring(const PlanInput& in, Prediction& out) {
+  const topo::Bottleneck b = topo::ring_bottleneck(in.view, in.model, in.base.rings[0], false);
+  const double S = in.bytes;
+  const int p = in.view.size();
+  const bool allreduce = in.coll == CollectiveKind::kAllReduce;
+  const bool rooted = in.coll == CollectiveKind::kBroadcast || in.coll == CollectiveKind::kReduce;
+  if (allreduce) out.xfer_us = 2.0 * (p - 1) / p * topo::transfer_us(S, b.gbs), out.lat_us = 2.0 * (p - 1) * b.alpha;
+  else if (rooted) out.xfer_us = topo::transfer_us(S, b.gbs), out.lat_us = (p - 1) * b.alpha;
+  else out.xfer_us = 1.0 * (p - 1) / p * topo::transfer_us(S, b.gbs), out.lat_us = (p - 1) * b.alpha;
+  out.b = b;
+  out.reasons = {fmt::format("flat ring over {} ranks; slowest hop {:.1f} GB/s, {:.1f} us per step", p, b.gbs, b.alpha),
+                 "intra-node order minimises SYS, then NODE/PHB, then PXB crossings (NVLink neighbours first)"};
+  out.steps = allreduce ? 2.0 * (p - 1) : p - 1.0;
+  return true;
 }
 
 }  // namespace weft

@@ -1,5 +1,5 @@
 // Pipelined ring reduce-scatter: block c (the count elements rank c receives) starts at the ring
-// position after c's and travels around to c (positions: node_order, nodes one after the other), every rank combining its own contribution on the way; the
+// position after c's and travels around to c (positions: ring_order), every rank combining its own contribution on the way; the
 // blocks travel concurrently (at step s rank r forwards block r-1-s). Blocks are cut into slices
 // that pipeline. Partial results live in two scratch banks (2 * count elements), so neither the send buffer nor
 // (until the last step) the receive buffer is written: in place (recvbuff = sendbuff + r*count)
@@ -20,8 +20,9 @@ void build_ring_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const
     b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, block);
     return;
   }
-  // Ring positions visit the nodes one after the other (node_order); block offsets stay by rank.
-  const std::vector<int> order = node_order(opt, n);
+  // Ring positions: ring_order (the planned ring, else the nodes one after the other); block
+  // offsets stay by rank.
+  const std::vector<int> order = ring_order(opt, n);
   const int r = position_of(order, b.rank());
   const int next = order[mod(r + 1, n)], prev = order[mod(r - 1, n)];
   const SlicedRange blk(0, a.count, es, slices_for(a.count, es, opt.slice_bytes));

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "collectives/collective.h"
+#include "runtime/base/error.h"
 
 namespace weft {
 
@@ -96,6 +97,20 @@ inline std::vector<int> node_order(const AlgoOptions& opt, int n) {
 }
 inline int position_of(const std::vector<int>& order, int rank) {
   return static_cast<int>(std::find(order.begin(), order.end(), rank) - order.begin());
+}
+// The ring that the ring schedules (all-reduce, reduce-scatter, all-gather) run: opt.ring, the
+// planner's ring (planned_ring, collectives/planner.h), where given; else node_order. A given ring
+// must be a permutation of the n ranks (kInvalidArgument otherwise, naming what is wrong).
+inline std::vector<int> ring_order(const AlgoOptions& opt, int n) {
+  if (opt.ring.empty()) return node_order(opt, n);
+  if (static_cast<int>(opt.ring.size()) != n)
+    fail(ErrorCode::kInvalidArgument, "ring order: {} positions for {} ranks", opt.ring.size(), n);
+  std::vector<char> seen(n, 0);
+  for (int r : opt.ring) {
+    if (r < 0 || r >= n) fail(ErrorCode::kInvalidArgument, "ring order: rank {} is not in 0..{}", r, n - 1);
+    if (seen[r]++) fail(ErrorCode::kInvalidArgument, "ring order: rank {} appears twice", r);
+  }
+  return opt.ring;
 }
 // A chain from `root`: the root, the other ranks of its node, then the other nodes one after the
 // other (node_order from the root on), so that the chain crosses into each node once. Without

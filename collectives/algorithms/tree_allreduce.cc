@@ -11,7 +11,11 @@
 // Flow control: slices are slice_bytes / topo::kTreeWindowSlices, and a rank's up-send of slice j
 // waits until slice j - kTreeWindowSlices has come back down to it (an end-to-end window per tree;
 // see topology/trees.h for why).
+#include <algorithm>
+#include <cmath>
+
 #include "collectives/algorithms/builtin.h"
+#include "collectives/planner.h"
 #include "collectives/algorithms/slicing.h"
 #include "collectives/algorithms/tree.h"
 
@@ -75,6 +79,78 @@ void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
     }
   }
   b.need_scratch(scratch);
+}
+
+}  // namespace weft
+
+// ---- Prediction ------------------------------------------------------------------------------
+// The double binary tree over the ranks in node order (base.trees, as rank_tree builds it): half
+// the buffer up and down each tree, every slice pipelined, so each link carries its edges' bytes
+// at once and the busiest NIC sets the pace once the pipeline is full. Also the model's rooted
+// collectives (one direction).
+namespace weft {
+
+bool predict_tree(const PlanInput& in, Prediction& out) {
+  using namespace topo;
+  const bool allreduce = in.coll == CollectiveKind::kAllReduce;
+  const bool rooted = in.coll == CollectiveKind::kBroadcast || in.coll == CollectiveKind::kReduce;
+  if (!allreduce && !rooted) return false;
+  const ClusterView& view = in.view;
+  const CostModel& m = in.model;
+  const double S = in.bytes;
+  const int p = view.size();
+  const double half = S / 2;
+  std::vector<Flow> flows;
+  int depth = 0;
+  for (const Tree& t : in.base.trees) {
+    depth = std::max(depth, t.depth());
+    for (int r = 0; r < p; ++r) {
+      if (t.parent[r] < 0) continue;
+      if (allreduce || in.coll == CollectiveKind::kReduce) flows.push_back({r, t.parent[r], half});
+      if (allreduce || in.coll == CollectiveKind::kBroadcast) flows.push_back({t.parent[r], r, half});
+    }
+  }
+  StageCost c = stage_cost(view, m, flows);
+  if (c.b.gbs <= 0) c.b.add(m.edge(Path{PathClass::kSelf, Fabric::kNone, 0, 0}));
+  // A pipeline of k slices per half (slices of slice_bytes / kTreeWindowSlices): k - 1 slices
+  // at the busiest NIC's pace, plus one slice's trip along the slowest root-to-leaf path (up,
+  // then down again for the all-reduce). With one slice that trip is the whole time: each hop
+  // waits for the previous one. The window (kTreeWindowSlices slices in flight per tree, trees.h)
+  // caps the pace at a window per round trip of a slice, hop latencies included.
+  const double k = std::max(1.0, std::ceil(half / (in.slice_bytes / kTreeWindowSlices))), slice = half / k;
+  double path = 0, path_alpha = 0;
+  for (const Tree& t : in.base.trees)
+    for (int r = 0; r < p; ++r) {
+      double us = 0, alpha = 0;
+      for (int u = r; t.parent[u] >= 0; u = t.parent[u]) {
+        const LinkCost e = rank_edge(view, m, u, t.parent[u], false);
+        us += transfer_us(slice, e.gbs);
+        alpha += e.alpha_us;
+      }
+      path = std::max(path, us);
+      path_alpha = std::max(path_alpha, alpha);
+    }
+  const int trips = allreduce ? 2 : 1;
+  const double windowed = allreduce ? k / kTreeWindowSlices * 2 * (path + path_alpha) : 0;
+  const double xfer = std::max({c.us, (k - 1) / k * c.us + trips * path, windowed}), lat = trips * depth * c.b.alpha;
+  int crossing = 0;
+  for (const Flow& f : flows) crossing += view.node_of_rank[f.from] != view.node_of_rank[f.to];
+  out.xfer_us = xfer;
+  out.lat_us = lat;
+  out.b = c.b;
+  out.reasons = {
+      fmt::format("two complementary binary trees over {} ranks in node order (depth {}), half the data each", p, depth),
+      fmt::format("{} of their {} edge directions cross between nodes; the busiest NIC carries {:.2f}x the buffer each way",
+                  crossing, flows.size(), S > 0 ? c.nic_bytes / S : 0.0),
+      windowed > c.us * 1.0001 && windowed >= xfer
+          ? fmt::format("{:.0f} slices per half, {} in flight per tree: the window's round trip ({:.0f} us) sets the time, "
+                        "not the NIC", k, kTreeWindowSlices, 2 * (path + path_alpha))
+      : xfer > c.us * 1.0001
+          ? fmt::format("{:.0f} slice{} per half: a slice's trip {} the deepest path ({:.0f} us) sets the time, not the NIC",
+                        k, k == 1 ? "" : "s", allreduce ? "up and down" : "along", trips * path)
+          : std::string("latency grows with log2(ranks) instead of ranks")};
+  out.steps = trips * depth;
+  return true;
 }
 
 }  // namespace weft

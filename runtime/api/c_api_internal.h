@@ -1,4 +1,4 @@
-// What other C API files (overlap/c_api_reducer.cc) need from runtime/c_api.cc: the live
+// What other C API files (overlap/c_api_reducer.cc) need from runtime/api/c_api.cc: the live
 // communicator behind a handle and the error recording of weftCommGetLastError /
 // weftGetLastErrorMessage.
 #pragma once

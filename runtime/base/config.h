@@ -7,6 +7,8 @@
 #include <optional>
 #include <string>
 
+#include "runtime/base/collective_kind.h"
+
 namespace weft {
 
 // Looks a variable up (std::getenv in production; a map in tests).
@@ -17,7 +19,7 @@ struct CommConfig {
   std::chrono::milliseconds timeout{300000};  // WEFT_TIMEOUT_MS: every blocking wait
   std::chrono::microseconds spin{50};          // WEFT_SPIN_US: busy-poll before sleeping
   std::string algo;                            // WEFT_ALGO: force an algorithm ("" = choose)
-  uint64_t slice_bytes = 512 * 1024;           // WEFT_SLICE_BYTES: pipelining granularity
+  uint64_t slice_bytes = kDefaultSliceBytes;         // WEFT_SLICE_BYTES: pipelining granularity
   // WEFT_DIRECT_BYTES: the largest call of the shared-memory latency path (0: off; -1: automatic,
   // 32 KiB, or 256 KiB when the node's ranks outnumber its cores).
   int64_t direct_bytes = -1;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "collectives/algorithms/builtin.h"
+#include "collectives/planner.h"
 #include "runtime/base/error.h"
 #include "runtime/base/log.h"
 #include "topology/topology.h"
@@ -33,6 +34,7 @@ const Schedule& AlgorithmChoice::schedule_for(const CollectiveArgs& a, const std
   opt.slice_bytes = config_.slice_bytes;
   opt.channels = config_.channels;
   opt.node_of_rank = m_.node_of_rank;
+  opt.ring = ring();
   Schedule s;
   if (a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) {
     s = build_p2p_schedule(a, m_.rank, m_.size);
@@ -65,15 +67,9 @@ const Algorithm* AlgorithmChoice::planned(CollectiveKind kind, uint64_t bytes) {
   if (it == planned_.end()) {
     if (planned_.size() > 4096) planned_.clear();
     std::string id;
-    const topo::Collective coll = kind == CollectiveKind::kAllGather       ? topo::Collective::kAllGather
-                                  : kind == CollectiveKind::kReduceScatter ? topo::Collective::kReduceScatter
-                                                                           : topo::Collective::kAllReduce;
     try {
-      if (!node_summary_) node_summary_ = std::make_unique<topo::NodeSummary>(topo::summarize(topo::load_topology()));
-      topo::CostModel model = topo::CostModel::from_env();
-      if (model.host.ranks == 0) model.host.ranks = m_.host_ranks;
-      if (model.host.cores == 0) model.host.cores = m_.host_cores;
-      id = topo::choose_weft_algorithm(*node_summary_, m_.num_nodes, std::max(1, m_.size / m_.num_nodes), coll, bytes, model);
+      id = choose_algorithm(summary(), m_.num_nodes, std::max(1, m_.size / m_.num_nodes), kind, bytes, model(),
+                            config_.slice_bytes);
     } catch (const std::exception& e) {
       WEFT_LOG_DEBUG("cost model unavailable ({}); using the default {}", e.what(), collective_name(kind));
     }
@@ -82,6 +78,49 @@ const Algorithm* AlgorithmChoice::planned(CollectiveKind kind, uint64_t bytes) {
     it = planned_.emplace(key, id).first;
   }
   return it->second.empty() ? nullptr : find_algorithm(it->second, kind);
+}
+
+const topo::NodeSummary& AlgorithmChoice::summary() {
+  if (!node_summary_) node_summary_ = std::make_unique<topo::NodeSummary>(topo::summarize(topo::load_topology()));
+  return *node_summary_;
+}
+
+topo::CostModel AlgorithmChoice::model() const {
+  topo::CostModel model = topo::CostModel::from_env();
+  if (model.host.ranks == 0) model.host.ranks = m_.host_ranks;
+  if (model.host.cores == 0) model.host.cores = m_.host_cores;
+  return model;
+}
+
+// Across nodes, the ring that the planner explains (planned_ring over a uniform cluster of this
+// node type, whose rank n*ranks_per_node + l is the l-th rank of the n-th node) mapped onto the
+// ranks as they are numbered here: the l-th lowest rank of node n. Empty (the schedules' own
+// node_order) on one node, when the nodes hold different numbers of ranks, or when the topology
+// cannot be read. Like the choice itself, it assumes that every node is of this node's type, so
+// that every rank computes the same ring.
+const std::vector<int>& AlgorithmChoice::ring() {
+  if (ring_done_) return ring_;
+  ring_done_ = true;
+  const int nodes = m_.num_nodes;
+  if (nodes <= 1 || m_.size % nodes != 0 || static_cast<int>(m_.node_of_rank.size()) != m_.size) return ring_;
+  const int rpn = m_.size / nodes;
+  std::vector<std::vector<int>> ranks_of(nodes);
+  for (int r = 0; r < m_.size; ++r) {
+    const int n = m_.node_of_rank[r];
+    if (n < 0 || n >= nodes) return ring_;
+    ranks_of[n].push_back(r);
+  }
+  for (const auto& v : ranks_of)
+    if (static_cast<int>(v.size()) != rpn) return ring_;
+  try {
+    std::vector<int> ring;
+    for (int u : planned_ring(summary(), nodes, rpn)) ring.push_back(ranks_of.at(u / rpn).at(u % rpn));
+    ring_ = std::move(ring);
+    WEFT_LOG_DEBUG("planned ring over {} nodes: {}", nodes, fmt::join(ring_, " "));
+  } catch (const std::exception& e) {
+    WEFT_LOG_DEBUG("planned ring unavailable ({}); rings visit the nodes in order", e.what());
+  }
+  return ring_;
 }
 
 }  // namespace weft

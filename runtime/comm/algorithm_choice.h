@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "collectives/collective.h"
 #include "runtime/base/config.h"
@@ -15,6 +16,7 @@
 namespace weft {
 namespace topo {
 struct NodeSummary;
+struct CostModel;
 }
 
 class AlgorithmChoice {
@@ -28,12 +30,17 @@ class AlgorithmChoice {
 
  private:
   const Algorithm* planned(CollectiveKind kind, uint64_t bytes);
+  const std::vector<int>& ring();             // AlgoOptions::ring: the planned ring across nodes
+  const topo::NodeSummary& summary();          // this node's topology (loaded once)
+  topo::CostModel model() const;               // WEFT_COST_* with this job's ranks and cores
 
   const CommConfig& config_;
   const Membership& m_;
   std::map<std::tuple<int, uint64_t, int, int, int, bool, std::string>, Schedule> schedules_;
   std::map<std::pair<int, uint64_t>, std::string> planned_;  // cost model's choice per (kind, bytes)
   std::unique_ptr<topo::NodeSummary> node_summary_;          // this node's topology, for the cost model
+  std::vector<int> ring_;
+  bool ring_done_ = false;
 };
 
 }  // namespace weft

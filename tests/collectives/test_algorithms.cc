@@ -10,6 +10,7 @@
 #include "collectives/algorithms/builtin.h"
 #include "collectives/algorithms/tree.h"
 #include "collectives/collective.h"
+#include "runtime/base/error.h"
 #include "collective_check.h"
 #include "schedule_sim.h"
 
@@ -206,6 +207,49 @@ TEST(AlgoSim, RingsAndChainsFollowTheNodes) {
         const bool rooted = k.kind == CollectiveKind::kBroadcast || k.kind == CollectiveKind::kReduce;
         EXPECT_EQ(crossing.size(), static_cast<size_t>(rooted ? nodes - 1 : nodes))
             << k.id << " " << collective_name(k.kind) << " " << nodes << "x" << per << " root " << root;
+      }
+    }
+  }
+}
+
+// AlgoOptions::ring (the planner's ring, passed by the communicator) is the ring that the ring
+// all-reduce, reduce-scatter and all-gather run: each rank sends only to its successor in that
+// order, results stay right; a ring that is not a permutation of the ranks is refused, by name.
+TEST(AlgoSim, RingsRunTheGivenOrder) {
+  const std::vector<int> ring = {3, 0, 5, 2, 4, 1};
+  const int n = static_cast<int>(ring.size());
+  auto next_of = [&](int r) {
+    for (int i = 0; i < n; ++i)
+      if (ring[i] == r) return ring[(i + 1) % n];
+    return -1;
+  };
+  for (CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather}) {
+    const Algorithm* algo = find_algorithm("ring", kind);
+    ASSERT_NE(algo, nullptr);
+    AlgoOptions opt;
+    opt.slice_bytes = 8;
+    opt.ring = ring;
+    for (bool in_place : {false, true}) {
+      CollCase c{kind, DataType::kInt32, RedOp::kSum, 13, n, 0, in_place};
+      ASSERT_EQ(run_case(*algo, c, opt, 3), "") << c.label();
+    }
+    CollectiveArgs a{kind, 13, DataType::kInt32, RedOp::kSum, 0, false};
+    for (int r = 0; r < n; ++r) {
+      std::set<int> peers;
+      for (const Step& st : build_schedule(*algo, a, r, n, opt).steps)
+        if (st.kind == StepKind::kSend) peers.insert(st.peer);
+      EXPECT_EQ(peers, std::set<int>{next_of(r)}) << collective_name(kind) << " rank " << r;
+    }
+    for (const auto& [bad, what] : std::vector<std::pair<std::vector<int>, std::string>>{
+             {{0, 1, 2}, "3 positions for 6 ranks"}, {{0, 1, 2, 3, 4, 4}, "rank 4 appears twice"},
+             {{0, 1, 2, 3, 4, 6}, "rank 6 is not in 0..5"}}) {
+      opt.ring = bad;
+      try {
+        build_schedule(*algo, a, 0, n, opt);
+        ADD_FAILURE() << "accepted the ring order " << fmt::format("{}", fmt::join(bad, ","));
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+        EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
       }
     }
   }

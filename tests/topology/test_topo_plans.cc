@@ -7,6 +7,7 @@
 #include <map>
 #include <random>
 
+#include "collectives/planner.h"
 #include "runtime/base/error.h"
 #include "topo_test_util.h"
 
@@ -137,12 +138,12 @@ TEST(TopoCluster, NodeKeyFromEnv) {
 TEST(TopoPlans, RankedAndExplained) {
   auto view = make_uniform_cluster(nvswitch_node(), 4, 8);
   const CostModel model = CostModel::defaults();
-  auto large = rank_plans(view, Collective::kAllReduce, size_t{1} << 30, model);
+  auto large = rank_plans(view, CollectiveKind::kAllReduce, size_t{1} << 30, model);
   ASSERT_EQ(large.size(), 4u);
   for (size_t i = 1; i < large.size(); ++i) EXPECT_LE(large[i - 1].predicted_us, large[i].predicted_us);
-  EXPECT_EQ(large.front().plan.algorithm, Algorithm::kHierarchical);
-  auto small = rank_plans(view, Collective::kAllReduce, 8, model);
-  EXPECT_NE(small.front().plan.algorithm, Algorithm::kRing);  // latency-bound: log-depth wins
+  EXPECT_EQ(large.front().plan.algorithm, "hier");
+  auto small = rank_plans(view, CollectiveKind::kAllReduce, 8, model);
+  EXPECT_NE(small.front().plan.algorithm, "ring");  // latency-bound: log-depth wins
   const Plan& p = large.front().plan;
   ASSERT_EQ(p.rails.size(), 8u);
   for (int l = 0; l < 8; ++l)
@@ -157,9 +158,9 @@ TEST(TopoPlans, RankedAndExplained) {
   EXPECT_NE(text.find("rail 0"), std::string::npos);
   // Flat ring formula: 2(n-1)/n * S / bw + 2(n-1) * alpha on one node of NVLink.
   auto one = make_uniform_cluster(nvswitch_node(), 1, 8);
-  auto plans = rank_plans(one, Collective::kAllReduce, 8 << 20, model);
+  auto plans = rank_plans(one, CollectiveKind::kAllReduce, 8 << 20, model);
   for (const auto& c : plans)
-    if (c.plan.algorithm == Algorithm::kRing) {
+    if (c.plan.algorithm == "ring") {
       EXPECT_NEAR(c.predicted_us, 2.0 * 7 / 8 * (8 << 20) / (300 * 1e3) + 2 * 7 * 1.0, 1e-6);
     }
 }
@@ -172,31 +173,31 @@ TEST(TopoPlans, AutomaticChoiceAndPipelinedHierarchy) {
   CostModel m = CostModel::defaults();
   m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 0.118, "alpha_us": 60}})"));
   const NodeSummary node = nvswitch_node();
-  EXPECT_EQ(choose_weft_algorithm(node, 2, 2, Collective::kAllReduce, 64 << 20, m), "hier");
-  EXPECT_EQ(choose_weft_algorithm(node, 3, 2, Collective::kAllReduce, 64 << 20, m), "hier");
-  EXPECT_NE(choose_weft_algorithm(node, 4, 1, Collective::kAllReduce, 64 << 20, m), "hier");
+  EXPECT_EQ(choose_algorithm(node, 2, 2, CollectiveKind::kAllReduce, 64 << 20, m), "hier");
+  EXPECT_EQ(choose_algorithm(node, 3, 2, CollectiveKind::kAllReduce, 64 << 20, m), "hier");
+  EXPECT_NE(choose_algorithm(node, 4, 1, CollectiveKind::kAllReduce, 64 << 20, m), "hier");
   // Reduce-scatter and all-gather: ring or hier only (the trees are Weft's for all-reduce only);
   // hier where nodes have several ranks and the data is large.
-  for (Collective c : {Collective::kReduceScatter, Collective::kAllGather}) {
-    EXPECT_EQ(choose_weft_algorithm(node, 2, 2, c, 64 << 20, m), "hier") << collective_name(c);
-    EXPECT_EQ(choose_weft_algorithm(node, 3, 2, c, 64 << 20, m), "hier") << collective_name(c);
-    EXPECT_EQ(choose_weft_algorithm(node, 4, 1, c, 64 << 20, m), "ring") << collective_name(c);
+  for (CollectiveKind c : {CollectiveKind::kReduceScatter, CollectiveKind::kAllGather}) {
+    EXPECT_EQ(choose_algorithm(node, 2, 2, c, 64 << 20, m), "hier") << collective_name(c);
+    EXPECT_EQ(choose_algorithm(node, 3, 2, c, 64 << 20, m), "hier") << collective_name(c);
+    EXPECT_EQ(choose_algorithm(node, 4, 1, c, 64 << 20, m), "ring") << collective_name(c);
     for (size_t bytes : {size_t{0}, size_t{8}, size_t{4096}, size_t{1} << 20})
       for (int nodes : {2, 3, 4})
-        EXPECT_TRUE(choose_weft_algorithm(node, nodes, 2, c, bytes, m) == "ring" ||
-                    choose_weft_algorithm(node, nodes, 2, c, bytes, m) == "hier");
+        EXPECT_TRUE(choose_algorithm(node, nodes, 2, c, bytes, m) == "ring" ||
+                    choose_algorithm(node, nodes, 2, c, bytes, m) == "hier");
   }
   // Rooted collectives: the runtime's measured crossover between binomial tree and chain.
-  EXPECT_EQ(choose_weft_algorithm(node, 2, 2, Collective::kBroadcast, 64 << 20, m), "chain");
-  EXPECT_EQ(choose_weft_algorithm(node, 2, 2, Collective::kBroadcast, 1024, m), "binomial");
-  EXPECT_EQ(choose_weft_algorithm(node, 2, 2, Collective::kReduce, 64 << 20, m), "chain");
+  EXPECT_EQ(choose_algorithm(node, 2, 2, CollectiveKind::kBroadcast, 64 << 20, m), "chain");
+  EXPECT_EQ(choose_algorithm(node, 2, 2, CollectiveKind::kBroadcast, 1024, m), "binomial");
+  EXPECT_EQ(choose_algorithm(node, 2, 2, CollectiveKind::kReduce, 64 << 20, m), "chain");
   // The phases overlap: the prediction is the slowest phase (here the rails, which share the
   // nodes' links) plus a slice of each other phase and the latencies, not the sum of the phases.
   const NodeSummary cpu = testing::load_summary(testing::fixture("cpu-only-2socket-2nic-hwloc2.xml"));
-  auto plans = rank_plans(make_uniform_cluster(cpu, 2, 4), Collective::kAllReduce, 64 << 20, m);
+  auto plans = rank_plans(make_uniform_cluster(cpu, 2, 4), CollectiveKind::kAllReduce, 64 << 20, m);
   int seen = 0;
   for (const auto& c : plans) {
-    if (c.plan.algorithm != Algorithm::kHierarchical) continue;
+    if (c.plan.algorithm != "hier") continue;
     ++seen;
     const double rails = 2.0 * 1 / 2 * (64 << 20) / 4.0 / (c.plan.bottleneck_gbs * 1e3);
     EXPECT_GT(c.predicted_us, rails);
@@ -209,10 +210,10 @@ TEST(TopoPlans, AutomaticChoiceAndPipelinedHierarchy) {
 TEST(TopoPlans, CostModelOverrides) {
   auto view = make_uniform_cluster(nvswitch_node(), 2, 8);
   CostModel m = CostModel::defaults();
-  auto base = rank_plans(view, Collective::kAllGather, 1 << 26, m);
+  auto base = rank_plans(view, CollectiveKind::kAllGather, 1 << 26, m);
   m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 1.0, "alpha_us": 50}, "classes": {"NV": {"alpha_us": 3}}})"));
   EXPECT_DOUBLE_EQ(m.classes[static_cast<int>(PathClass::kNV)].alpha_us, 3.0);
-  auto slow = rank_plans(view, Collective::kAllGather, 1 << 26, m);
+  auto slow = rank_plans(view, CollectiveKind::kAllGather, 1 << 26, m);
   EXPECT_GT(slow.front().predicted_us, base.front().predicted_us);
   EXPECT_THROW(m.apply_json(nlohmann::json::parse(R"({"classes": {"FOO": {}}})")), Error);
   EXPECT_THROW(m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": -1}})")), Error);
@@ -237,8 +238,8 @@ TEST(TopoPlans, SharedCpuTerm) {
   m.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 0.119, "alpha_us": 30}, "host": {"msg_cpu_us": 50}})"));
   EXPECT_DOUBLE_EQ(m.host.msg_cpu_us, 50);
   auto predicted = [&](const CostModel& model, size_t bytes) {
-    std::map<Algorithm, double> t;
-    for (const auto& c : rank_plans(view, Collective::kAllReduce, bytes, model)) t[c.plan.algorithm] = c.predicted_us;
+    std::map<std::string, double> t;
+    for (const auto& c : rank_plans(view, CollectiveKind::kAllReduce, bytes, model)) t[c.plan.algorithm] = c.predicted_us;
     return t;
   };
   const auto alone = predicted(m, 4096);  // host.ranks unset: no CPU term
@@ -253,19 +254,19 @@ TEST(TopoPlans, SharedCpuTerm) {
   // 4 KiB: the ring's 10 steps in sequence wait 1000 us in all, more than its transfer; the other
   // plans have 6 steps each (tree depth 3 up and down; fold, 2 halvings, 2 doublings, unfold;
   // 1 + 2 steps inside the node and along the rails, twice): 600 us.
-  EXPECT_NEAR(small.at(Algorithm::kRing) - alone.at(Algorithm::kRing),
+  EXPECT_NEAR(small.at("ring") - alone.at("ring"),
               1000 - 2.0 * 5 / 6 * 4096 / (0.119 * 1e3), 1e-6);
-  for (Algorithm a : {Algorithm::kDoubleBinaryTree, Algorithm::kHalvingDoubling, Algorithm::kHierarchical}) {
-    EXPECT_GT(small.at(a), alone.at(a) + 400) << algorithm_name(a);
-    EXPECT_LE(small.at(a), alone.at(a) + 600 + 1e-6) << algorithm_name(a);
-    EXPECT_LT(small.at(a), small.at(Algorithm::kRing)) << algorithm_name(a);
+  for (std::string a : {"tree", "rhd", "hier"}) {
+    EXPECT_GT(small.at(a), alone.at(a) + 400) << a;
+    EXPECT_LE(small.at(a), alone.at(a) + 600 + 1e-6) << a;
+    EXPECT_LT(small.at(a), small.at("ring")) << a;
   }
-  EXPECT_NE(rank_plans(view, Collective::kAllReduce, 4096, shared).front().plan.explain().find("ranks share 2 cores"),
+  EXPECT_NE(rank_plans(view, CollectiveKind::kAllReduce, 4096, shared).front().plan.explain().find("ranks share 2 cores"),
             std::string::npos);
   // 64 MiB: the transfer hides the CPU.
   const auto big_alone = predicted(m, 64 << 20), big_shared = predicted(shared, 64 << 20);
-  EXPECT_DOUBLE_EQ(big_shared.at(Algorithm::kHierarchical), big_alone.at(Algorithm::kHierarchical));
-  EXPECT_DOUBLE_EQ(big_shared.at(Algorithm::kRing), big_alone.at(Algorithm::kRing));
+  EXPECT_DOUBLE_EQ(big_shared.at("hier"), big_alone.at("hier"));
+  EXPECT_DOUBLE_EQ(big_shared.at("ring"), big_alone.at("ring"));
   // As many ranks as cores: no term.
   shared.host.cores = 6;
   EXPECT_EQ(predicted(shared, 4096), alone);
@@ -295,10 +296,10 @@ TEST(TopoPlans, TreeAndHalvingDoublingCountTheirNicBytes) {
     for (auto& b : view.bindings) b.nic = view.bindings[0].nic, b.numa = 0;  // one NIC per node
     const size_t S = size_t{256} << 20;    // 256 slices of 512 KiB per half
     const double unit = S / (0.1 * 1e3);  // us to move S once through a NIC
-    std::map<Algorithm, double> t;
-    for (const auto& p : rank_plans(view, Collective::kAllReduce, S, m)) t[p.plan.algorithm] = p.predicted_us;
-    EXPECT_NEAR(t.at(Algorithm::kDoubleBinaryTree) / unit, c.tree, 0.01) << c.nodes << "x" << c.per;
-    EXPECT_NEAR(t.at(Algorithm::kHalvingDoubling) / unit, c.rhd, 0.01) << c.nodes << "x" << c.per;
+    std::map<std::string, double> t;
+    for (const auto& p : rank_plans(view, CollectiveKind::kAllReduce, S, m)) t[p.plan.algorithm] = p.predicted_us;
+    EXPECT_NEAR(t.at("tree") / unit, c.tree, 0.01) << c.nodes << "x" << c.per;
+    EXPECT_NEAR(t.at("rhd") / unit, c.rhd, 0.01) << c.nodes << "x" << c.per;
     // The same ranks dealt round-robin over the nodes: the schedules follow the nodes, so does the model.
     ClusterView dealt = view;
     for (int r = 0; r < view.size(); ++r) {
@@ -310,8 +311,8 @@ TEST(TopoPlans, TreeAndHalvingDoublingCountTheirNicBytes) {
       for (int r = 0; r < view.size(); ++r)
         if (r % c.nodes == n) dealt.ranks_of_node[n].push_back(r);
     }
-    for (const auto& p : rank_plans(dealt, Collective::kAllReduce, S, m)) {
-      if (p.plan.algorithm == Algorithm::kDoubleBinaryTree || p.plan.algorithm == Algorithm::kHalvingDoubling) {
+    for (const auto& p : rank_plans(dealt, CollectiveKind::kAllReduce, S, m)) {
+      if (p.plan.algorithm == "tree" || p.plan.algorithm == "rhd") {
         EXPECT_NEAR(p.predicted_us, t.at(p.plan.algorithm), 1e-6 * unit) << c.nodes << "x" << c.per << " dealt";
       }
     }
@@ -321,8 +322,8 @@ TEST(TopoPlans, TreeAndHalvingDoublingCountTheirNicBytes) {
   // (6 x 128 KiB): 2.25 times the buffer, more than the NIC's 2 x 1 MiB.
   auto view = make_uniform_cluster(cpu, 3, 2);
   for (auto& b : view.bindings) b.nic = view.bindings[0].nic, b.numa = 0;
-  for (const auto& p : rank_plans(view, Collective::kAllReduce, 1 << 20, m))
-    if (p.plan.algorithm == Algorithm::kDoubleBinaryTree) {
+  for (const auto& p : rank_plans(view, CollectiveKind::kAllReduce, 1 << 20, m))
+    if (p.plan.algorithm == "tree") {
       EXPECT_NEAR(p.predicted_us / ((1 << 20) / 100.0), 2.25, 0.01);
     }
   // A long round trip: the window (kTreeWindowSlices slices in flight per tree) sets the pace.
@@ -331,25 +332,32 @@ TEST(TopoPlans, TreeAndHalvingDoublingCountTheirNicBytes) {
   CostModel slow = CostModel::defaults();
   slow.apply_json(nlohmann::json::parse(R"({"net": {"gbs": 100, "alpha_us": 1000}, "classes": {"X": {"alpha_us": 0, "gbs": 1000}}})"));
   auto four = make_uniform_cluster(cpu, 4, 1);
-  for (const auto& p : rank_plans(four, Collective::kAllReduce, size_t{64} << 20, slow))
-    if (p.plan.algorithm == Algorithm::kDoubleBinaryTree) {
+  for (const auto& p : rank_plans(four, CollectiveKind::kAllReduce, size_t{64} << 20, slow))
+    if (p.plan.algorithm == "tree") {
       const double trip = 4 * (1000 + 131072 / 1e5);
       EXPECT_NEAR(p.predicted_us, 256.0 / kTreeWindowSlices * trip + 4 * 1000, 0.01 * p.predicted_us);
       EXPECT_NE(p.plan.reasons.end(), std::find_if(p.plan.reasons.begin(), p.plan.reasons.end(), [](const std::string& s) {
                   return s.find("window") != std::string::npos;
                 }));
     }
+  // The slice the ranks run (WEFT_SLICE_BYTES, passed to the planner) is the slice the model
+  // assumes: with 1 MiB slices each half is 128 slices of 256 KiB, half as many round trips.
+  for (const auto& p : rank_plans(four, CollectiveKind::kAllReduce, size_t{64} << 20, slow, 1 << 20))
+    if (p.plan.algorithm == "tree") {
+      const double trip = 4 * (1000 + 262144 / 1e5);
+      EXPECT_NEAR(p.predicted_us, 128.0 / kTreeWindowSlices * trip + 4 * 1000, 0.01 * p.predicted_us);
+    }
 }
 
 TEST(TopoPlans, CpuOnlyCluster) {
   auto s = testing::load_summary(testing::fixture("cpu-only-2socket-2nic-hwloc2.xml"));
   auto view = make_uniform_cluster(s, 3, 4);
-  auto plans = rank_plans(view, Collective::kBroadcast, 1 << 20);
+  auto plans = rank_plans(view, CollectiveKind::kBroadcast, 1 << 20);
   EXPECT_EQ(plans.size(), 4u);
   for (const auto& c : plans) EXPECT_GT(c.predicted_us, 0);
   EXPECT_EQ(view.bindings[2].nic, "mlx5_1");
   auto single = make_uniform_cluster(s, 1, 1);
-  EXPECT_EQ(rank_plans(single, Collective::kAllReduce, 1024).front().predicted_us, 0);
+  EXPECT_EQ(rank_plans(single, CollectiveKind::kAllReduce, 1024).front().predicted_us, 0);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "collectives/algorithms/builtin.h"
 #include "runtime/base/error.h"
 
 namespace weft::nccl {
@@ -12,30 +13,17 @@ HierLayout hier_layout(const std::vector<int>& node_of_rank, int rank) {
     h.why = fmt::format("rank {} is outside the communicator", rank);
     return h;
   }
-  int nodes = node_of_rank.empty() ? 0 : *std::max_element(node_of_rank.begin(), node_of_rank.end()) + 1;
-  std::vector<int> per_node(static_cast<size_t>(std::max(nodes, 0)), 0);
-  for (int n : node_of_rank) {
-    if (n < 0) {
-      h.why = "a rank has no node";
-      return h;
-    }
-    per_node[n]++;
+  NodeLayout l = node_layout(node_of_rank, static_cast<int>(node_of_rank.size()));
+  h.why = l.why;
+  h.nodes = static_cast<int>(l.nodes.size());
+  for (int k = 0; k < h.nodes; ++k) {
+    auto it = std::find(l.nodes[k].begin(), l.nodes[k].end(), rank);
+    if (it == l.nodes[k].end()) continue;
+    h.node = k;
+    h.local_rank = static_cast<int>(it - l.nodes[k].begin());
+    h.local_size = static_cast<int>(l.nodes[k].size());
   }
-  h.nodes = nodes;
-  h.node = node_of_rank[rank];
-  h.local_size = per_node[h.node];
-  h.local_rank = static_cast<int>(std::count(node_of_rank.begin(), node_of_rank.begin() + rank, h.node));
-  if (nodes < 2) {
-    h.why = "the communicator spans one node";
-    return h;
-  }
-  for (int n = 0; n < nodes; ++n) {
-    if (per_node[n] != per_node[0]) {
-      h.why = fmt::format("nodes have different numbers of ranks (node 0: {}, node {}: {})", per_node[0], n, per_node[n]);
-      return h;
-    }
-  }
-  h.usable = true;
+  h.usable = h.why.empty();
   return h;
 }
 

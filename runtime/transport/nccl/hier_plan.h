@@ -1,7 +1,7 @@
 // The host-side orchestration of the hierarchical device all-reduce (docs/GPU.md), as pure
 // functions: who is in which sub-communicator, which block of the buffer each local rank owns,
 // and how a block is cut into pipelined chunks. No NCCL, no device (unit-tested in
-// tests/gpu/test_nccl_unit.cc); runtime/nccl/hierarchical.cc does the CUDA and NCCL calls.
+// tests/gpu/test_nccl_unit.cc); runtime/transport/nccl/hierarchical.cc does the CUDA and NCCL calls.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -19,8 +19,9 @@ struct HierLayout {
   std::string why;  // when not usable: why the flat NCCL path is taken instead
   int node = 0, nodes = 1, local_rank = 0, local_size = 1;
 };
-// node_of_rank: the node index (0..nodes-1) of every rank. Usable when there are several nodes and
-// every node has the same number of ranks.
+// node_of_rank: the node id of every rank. Usable when there are several nodes and every node has
+// the same number of ranks (weft::node_layout, the layout the host hierarchical schedules use too;
+// nodes numbered in node-id order, local ranks in rank order).
 HierLayout hier_layout(const std::vector<int>& node_of_rank, int rank);
 
 // True when a device call takes the hierarchical path: an all-reduce, WEFT_GPU_HIERARCHICAL=1,

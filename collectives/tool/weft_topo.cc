@@ -5,8 +5,10 @@
 #include <cctype>
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
+#include "collectives/planner.h"
 #include "runtime/base/error.h"
 #include "topology/topology.h"
 
@@ -46,7 +48,7 @@ int main(int argc, char** argv) {
 
   CLI::App* plan = app.add_subcommand("plan", "rings, rails, trees and predicted times for nodes x ranks of this node type");
   int nodes = 1, rpn = 0;
-  std::string size = "64M", collective = "allreduce", cost_file;
+  std::string size = "64M", collective = "allreduce", cost_file, slice;
   plan->add_option("--nodes,-n", nodes, "number of nodes")->check(CLI::Range(1, 65536));
   plan->add_option("--ranks-per-node,-r", rpn, "ranks per node (default: one per GPU, or 1)")->check(CLI::Range(0, 4096));
   plan->add_option("--size,-s", size, "message size in bytes; suffixes K, M, G");
@@ -60,6 +62,8 @@ int main(int argc, char** argv) {
                    "--host-cores every step waits host.msg_cpu_us x (ranks / cores - 1) for a core")
       ->check(CLI::Range(0, 1 << 20));
   plan->add_option("--host-cores", host_cores, "cores those ranks share")->check(CLI::Range(0, 1 << 20));
+  plan->add_option("--slice", slice,
+                   "the schedules' slice size, as the ranks would use it (default: WEFT_SLICE_BYTES, else 512K)");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -69,15 +73,21 @@ int main(int argc, char** argv) {
       else std::cout << weft::topo::format_matrix(s);
       return 0;
     }
-    auto coll = weft::topo::parse_collective(collective);
+    auto coll = weft::parse_collective(collective);
     if (!coll) weft::fail(weft::ErrorCode::kInvalidArgument, "unknown collective '{}'", collective);
     const size_t bytes = parse_size(size);
+    if (slice.empty())
+      if (const char* env = std::getenv("WEFT_SLICE_BYTES"); env && *env) slice = env;
+    const uint64_t slice_bytes = slice.empty() ? weft::kDefaultSliceBytes : parse_size(slice);
+    if (slice_bytes < 4096 || slice_bytes > (uint64_t{1} << 30))
+      weft::fail(weft::ErrorCode::kInvalidArgument, "slice size {} is outside 4096..1G (--slice, WEFT_SLICE_BYTES)",
+                 slice_bytes);
     if (rpn == 0) rpn = std::max(1, s.num_gpus());
     auto model = cost_file.empty() ? weft::topo::CostModel::from_env() : weft::topo::CostModel::load(cost_file);
     if (host_ranks >= 0) model.host.ranks = host_ranks;
     if (host_cores >= 0) model.host.cores = host_cores;
     auto view = weft::topo::make_uniform_cluster(s, nodes, rpn);
-    auto plans = weft::topo::rank_plans(view, *coll, bytes, model);
+    auto plans = weft::rank_plans(view, *coll, bytes, model, slice_bytes);
     if (json) {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& c : plans) {
@@ -85,7 +95,7 @@ int main(int argc, char** argv) {
         for (const auto& t : c.plan.trees) trees.push_back({{"root", t.root}, {"parent", t.parent}});
         nlohmann::json rails = nlohmann::json::array();
         for (const auto& r : c.plan.rails) rails.push_back({{"index", r.index}, {"ranks", r.ranks}, {"nics", r.nics}});
-        j.push_back({{"algorithm", weft::topo::algorithm_name(c.plan.algorithm)},
+        j.push_back({{"algorithm", c.plan.name},
                      {"predicted_us", c.predicted_us},
                      {"bottleneck_gbs", c.plan.bottleneck_gbs},
                      {"rings", c.plan.rings},
@@ -95,19 +105,19 @@ int main(int argc, char** argv) {
       }
       std::cout << nlohmann::json{{"nodes", nodes}, {"ranks_per_node", rpn}, {"bytes", bytes},
                                   {"collective", collective}, {"candidates", j},
-                                  {"weft_algorithm", weft::topo::choose_weft_algorithm(s, nodes, rpn, *coll, bytes, model)}}.dump(2) << "\n";
+                                  {"weft_algorithm", weft::choose_algorithm(s, nodes, rpn, *coll, bytes, model, slice_bytes)}}.dump(2) << "\n";
       return 0;
     }
     std::cout << fmt::format("{} nodes x {} ranks ({} GPUs per node{}), {} of {} bytes\n\n", nodes, rpn, s.num_gpus(),
                              s.num_gpus() == 0 ? ", CPU-only: no GPU found" : "", collective, bytes);
     std::cout << "Predicted times (fastest first):\n";
     for (const auto& c : plans)
-      std::cout << fmt::format("  {:<20} {:>12.2f} us\n", weft::topo::algorithm_name(c.plan.algorithm), c.predicted_us);
+      std::cout << fmt::format("  {:<20} {:>12.2f} us\n", c.plan.name, c.predicted_us);
     std::cout << "\nChosen: " << plans.front().plan.explain();
     std::cout << "Weft algorithm (WEFT_ALGO unset): "
-              << weft::topo::choose_weft_algorithm(s, nodes, rpn, *coll, bytes, model) << "\n";
+              << weft::choose_algorithm(s, nodes, rpn, *coll, bytes, model, slice_bytes) << "\n";
     for (size_t i = 1; i < plans.size(); ++i) {
-      std::cout << "\nAlternative: " << fmt::format("{} {:.2f} us\n", weft::topo::algorithm_name(plans[i].plan.algorithm), plans[i].predicted_us);
+      std::cout << "\nAlternative: " << fmt::format("{} {:.2f} us\n", plans[i].plan.name, plans[i].predicted_us);
       for (const auto& r : plans[i].plan.reasons) std::cout << "  - " << r << "\n";
     }
   } catch (const std::exception& e) {

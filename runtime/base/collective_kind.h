@@ -1,0 +1,34 @@
+// The collectives, by kind: shared by collectives/ (schedules, the algorithm table, the planner)
+// and topology/ (plans), which must not include collectives/.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace weft {
+
+enum class CollectiveKind : uint8_t {
+  kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kBarrier, kSend, kRecv,
+};
+inline constexpr int kNumCollectiveKinds = 9;
+
+// "allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall", "barrier", ...
+inline std::string_view collective_name(CollectiveKind k) {
+  static constexpr std::string_view names[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce",
+                                               "alltoall",  "barrier",       "send",      "recv"};
+  const int i = static_cast<int>(k);
+  return i >= 0 && i < kNumCollectiveKinds ? names[i] : std::string_view("?");
+}
+
+// The collectives that the cost model plans (allreduce .. reduce) by name.
+inline std::optional<CollectiveKind> parse_collective(std::string_view name) {
+  for (int i = 0; i <= static_cast<int>(CollectiveKind::kReduce); ++i)
+    if (name == collective_name(static_cast<CollectiveKind>(i))) return static_cast<CollectiveKind>(i);
+  return std::nullopt;
+}
+
+// Weft's schedules cut every block into slices of at most this many bytes, one message each
+// (AlgoOptions::slice_bytes, WEFT_SLICE_BYTES); the cost model's predictions assume the same.
+inline constexpr uint64_t kDefaultSliceBytes = 512 * 1024;
+
+}  // namespace weft
