@@ -4,6 +4,8 @@
 #include <unistd.h>
 #include <weft/weft.h>
 
+#include "tests/support/spawn.h"
+
 #include <cstdlib>
 #include <random>
 #include <string>
@@ -11,11 +13,10 @@
 namespace weft::test {
 
 inline weftResult_t init_one_rank(weftComm_t* comm, int timeout_ms = 60000) {
-  std::mt19937 rng(static_cast<unsigned>(getpid()) * 2654435761u + static_cast<unsigned>(std::random_device{}()));
   setenv("WEFT_RANK", "0", 1);
   setenv("WEFT_WORLD_SIZE", "1", 1);
   setenv("WEFT_MASTER_ADDR", "127.0.0.1", 1);
-  setenv("WEFT_MASTER_PORT", std::to_string(20000 + rng() % 30000).c_str(), 1);
+  setenv("WEFT_MASTER_PORT", std::to_string(free_port()).c_str(), 1);
   setenv("WEFT_JOB_SECRET", "gpu-test", 1);
   setenv("WEFT_TIMEOUT_MS", std::to_string(timeout_ms).c_str(), 1);
   return weftCommInitFromEnv(comm);

@@ -17,6 +17,8 @@
 #include <utility>
 #include <vector>
 
+#include "tests/support/spawn.h"
+
 extern char** environ;
 
 namespace weft::test {
@@ -41,8 +43,7 @@ inline std::string slurp(const std::string& path) {
 // each captured; kills both after timeout_s.
 inline std::vector<ChildResult> run_two_nodes(const std::string& exe, const std::vector<std::string>& args,
                                               const std::vector<std::pair<std::string, std::string>>& env, int timeout_s) {
-  std::mt19937 rng(static_cast<unsigned>(getpid()) * 2654435761u + static_cast<unsigned>(std::random_device{}()));
-  std::string port = std::to_string(20000 + rng() % 30000);
+  std::string port = std::to_string(free_port());
   std::vector<ChildResult> res(2);
   std::vector<pid_t> pids(2, -1);
   std::vector<std::string> logs(2);

@@ -15,7 +15,8 @@ cmake -S "$here" -B "$work/cm" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/cm" >/dev/null
 mpirun --allow-run-as-root --oversubscribe -np 2 "$work/consumer_pc"
 mpirun --allow-run-as-root --oversubscribe -np 4 "$work/cm/consumer_cmake"
-port=$((30000 + RANDOM % 20000))
+# Below the ephemeral range (32768 up), where a socket bound to port 0 could take it first.
+port=$((10000 + RANDOM % 22000))
 pids=()
 for r in 0 1 2; do
   WEFT_RANK=$r WEFT_WORLD_SIZE=3 WEFT_MASTER_ADDR=127.0.0.1 WEFT_MASTER_PORT=$port WEFT_JOB_SECRET=consumer-$port \

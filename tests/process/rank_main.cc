@@ -122,6 +122,11 @@ int after_error(weft::Comm& comm, const std::string& cause) {
   }
 }
 
+// Milliseconds of the system clock, comparable between the processes of one machine.
+long long wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
 int expect_failure(weft::Comm& comm, const char* mode) {
   const int r = comm.rank();
   auto t0 = Clock::now();
@@ -131,6 +136,8 @@ int expect_failure(weft::Comm& comm, const char* mode) {
     if ((!std::strcmp(mode, "die") || small) && r == 1) {
       std::thread([] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
+        std::printf("rank 1: KILL at %lld\n", wall_ms());  // the survivors' error times count from here
+        std::fflush(stdout);
         kill(getpid(), SIGKILL);
       }).detach();
     }
@@ -159,6 +166,7 @@ int expect_failure(weft::Comm& comm, const char* mode) {
   } catch (const weft::Error& e) {
     double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     std::printf("rank %d: ERROR %d %.0f %s\n", r, static_cast<int>(e.code()), ms, e.what());
+    std::printf("rank %d: ERROR at %lld\n", r, wall_ms());
     std::fflush(stdout);
     return after_error(comm, e.what());
   }

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "support/spawn.h"
+
 namespace {
 
 constexpr size_t kGuard = 256;
@@ -33,11 +35,10 @@ struct Guarded {
 class CApi : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    std::mt19937 rng(static_cast<unsigned>(getpid()));
     setenv("WEFT_RANK", "0", 1);
     setenv("WEFT_WORLD_SIZE", "1", 1);
     setenv("WEFT_MASTER_ADDR", "127.0.0.1", 1);
-    setenv("WEFT_MASTER_PORT", std::to_string(20000 + rng() % 30000).c_str(), 1);
+    setenv("WEFT_MASTER_PORT", std::to_string(weft::test::free_port()).c_str(), 1);
     setenv("WEFT_JOB_SECRET", "c-api-test", 1);
     setenv("WEFT_TIMEOUT_MS", "5000", 1);
     ASSERT_EQ(weftCommInitFromEnv(&comm_), weftSuccess) << weftGetLastErrorMessage();

@@ -16,6 +16,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace weft::test {
@@ -55,9 +56,11 @@ inline int free_port() {
   }
 }
 
+// extra_env applies to every rank; rank_env's {rank, "KEY=VALUE"} entries to one rank only, after it.
 inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& argv,
                                        const std::vector<std::string>& extra_env = {},
-                                       std::chrono::seconds deadline = std::chrono::seconds(120)) {
+                                       std::chrono::seconds deadline = std::chrono::seconds(120),
+                                       const std::vector<std::pair<int, std::string>>& rank_env = {}) {
   int port = free_port();
   std::string secret = "test-secret-" + std::to_string(port);
   std::vector<pid_t> pids(n);
@@ -78,6 +81,8 @@ inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& ar
       setenv("WEFT_MASTER_PORT", std::to_string(port).c_str(), 1);
       setenv("WEFT_JOB_SECRET", secret.c_str(), 1);
       for (auto& kv : extra_env) putenv(strdup(kv.c_str()));
+      for (auto& [rank, kv] : rank_env)
+        if (rank == r) putenv(strdup(kv.c_str()));
       std::vector<char*> args;
       for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
       args.push_back(nullptr);

@@ -10,6 +10,7 @@ find RANK/WORLD_SIZE through weft_torch's mapping of the launcher's variables.
 """
 import argparse
 import os
+import random
 import socket
 import subprocess
 import sys
@@ -19,9 +20,27 @@ PY = sys.executable
 
 
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port below the kernel's ephemeral range (as tests/support/spawn.h picks one): a port
+    from bind(0) is ephemeral, and any socket bound to port 0 meanwhile may take it first."""
+    low = 32768
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            lo = int(f.read().split()[0])
+            if lo > 12000:
+                low = lo
+    except (OSError, ValueError, IndexError):
+        pass
+    rng = random.Random(os.getpid() ^ time.time_ns())
+    for _ in range(50):
+        port = rng.randrange(10000, low)
+        with socket.socket() as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                s.bind(("0.0.0.0", port))
+                return port
+            except OSError:
+                continue
+    return port
 
 
 def can_import():
