@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "launcher/run_process.h"
+#include "runtime/transport/shm/shm_transport.h"
 #include "support/spawn.h"
 
 using weft::test::run_job;
@@ -99,8 +100,30 @@ void expect_codes(const std::vector<weft::test::RankResult>& rs, int skip_rank, 
   }
 }
 
-TEST(Faults, KilledRankIsAnErrorOnEverySurvivor) {
-  auto rs = run_job(3, {WEFT_TEST_RANK, "die"}, {"WEFT_TIMEOUT_MS=20000"});
+// The transport each survivor's communicator reported ("communicator ready: ... transport X" at
+// WEFT_LOG_LEVEL=info) is the one asked for: WEFT_TRANSPORT=ucx gives UCX; auto gives Weft's shared
+// memory wherever cross-memory attach works (kernel.yama.ptrace_scope 0), UCX otherwise. So
+// which transport a fault test covered never silently depends on a sysctl.
+void expect_transport(const std::vector<weft::test::RankResult>& rs, int skip_rank, const std::string& asked) {
+  const std::string want = asked == "ucx" || !weft::ShmTransport::usable() ? "ucx" : "shm";
+  for (size_t r = 0; r < rs.size(); ++r) {
+    if (static_cast<int>(r) == skip_rank) continue;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(rs[r].output, m, std::regex("communicator ready: .* transport (\\S+)"))) << dump(rs);
+    EXPECT_EQ(m[1].str(), want) << "WEFT_TRANSPORT=" << asked << "\n" << dump(rs);
+  }
+}
+
+class FaultsOver : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::vector<std::string> env(const char* timeout_ms) const {
+    return {std::string("WEFT_TIMEOUT_MS=") + timeout_ms, std::string("WEFT_TRANSPORT=") + GetParam(), "WEFT_LOG_LEVEL=info"};
+  }
+};
+
+TEST_P(FaultsOver, KilledRankIsAnErrorOnEverySurvivor) {
+  auto rs = run_job(3, {WEFT_TEST_RANK, "die"}, env("20000"));
+  expect_transport(rs, 1, GetParam());
   EXPECT_EQ(rs[1].status, 128 + SIGKILL) << dump(rs);
   expect_all_error(rs, 1, 15.0, nullptr, 20000 + 2000);  // within the timeout, counted from the kill
   expect_codes(rs, 1, {4, 5});  // weftRemoteError or weftTimeout
@@ -109,7 +132,8 @@ TEST(Faults, KilledRankIsAnErrorOnEverySurvivor) {
 // The same in small calls, which take the shared-memory latency path: its waits ask whether the
 // peer's process is gone, so the survivors fail in milliseconds rather than at the timeout.
 TEST(Faults, KilledRankInSmallCallsIsAnErrorOnEverySurvivor) {
-  auto rs = run_job(3, {WEFT_TEST_RANK, "die-small"}, {"WEFT_TIMEOUT_MS=20000"});
+  auto rs = run_job(3, {WEFT_TEST_RANK, "die-small"}, {"WEFT_TIMEOUT_MS=20000", "WEFT_LOG_LEVEL=info"});
+  expect_transport(rs, 1, "auto");
   EXPECT_EQ(rs[1].status, 128 + SIGKILL) << dump(rs);
   expect_all_error(rs, 1, 10.0, nullptr, 5000);  // a quarter of the 20 s timeout, with room for sanitizers
   expect_codes(rs, 1, {4});  // weftRemoteError: the dead rank is named, not a timeout
@@ -127,14 +151,16 @@ TEST(Faults, KilledRankInALargeAllReduceUnderWeftrunNamesTheRank) {
   std::printf("[ figure ] weftrun with rank 1 killed: exit %d after %.1f s\n", f.status, f.seconds);
 }
 
-TEST(Faults, KilledRankWithShortTimeoutEverySurvivorWithinTheTimeout) {
+TEST_P(FaultsOver, KilledRankWithShortTimeoutEverySurvivorWithinTheTimeout) {
   // 4 ranks, WEFT_TIMEOUT_MS=3000: whatever detects the death (store notice, UCX, timeout), every
   // survivor must return within the timeout plus teardown.
-  auto rs = run_job(4, {WEFT_TEST_RANK, "die"}, {"WEFT_TIMEOUT_MS=3000"});
+  auto rs = run_job(4, {WEFT_TEST_RANK, "die"}, env("3000"));
+  expect_transport(rs, 1, GetParam());
   EXPECT_EQ(rs[1].status, 128 + SIGKILL) << dump(rs);
   expect_all_error(rs, 1, 12.0, nullptr, 3000 + 1500);  // the 3 s timeout, counted from the kill, plus slack
   expect_codes(rs, 1, {4, 5});
 }
+INSTANTIATE_TEST_SUITE_P(Transports, FaultsOver, ::testing::Values("auto", "ucx"));
 
 TEST(Faults, AbsentRankIsATimeout) {
   auto rs = run_job(2, {WEFT_TEST_RANK, "absent"}, {"WEFT_TIMEOUT_MS=2000"});
