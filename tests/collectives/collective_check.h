@@ -243,9 +243,9 @@ inline std::string check_buffers(const CollCase& c, int rank, const RankBuffers&
     double want = expected(c, rank, i);
     if (is_float(c.dt)) {
       // Round the reference to the type first (exact cases compare equal).
-      std::vector<uint8_t> tmp(es);
-      store_value(c.dt, tmp.data(), 0, want);
-      double rounded = load_value(c.dt, tmp.data(), 0);
+      uint8_t tmp[8];
+      store_value(c.dt, tmp, 0, want);
+      double rounded = load_value(c.dt, tmp, 0);
       int p = c.dt == DataType::kFloat16 ? 10 : c.dt == DataType::kBfloat16 ? 7 : c.dt == DataType::kFloat32 ? 23 : 52;
       double tol = c.op == RedOp::kAvg && (c.kind == CollectiveKind::kAllReduce || c.kind == CollectiveKind::kReduce ||
                                            c.kind == CollectiveKind::kReduceScatter)

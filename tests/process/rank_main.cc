@@ -1,6 +1,7 @@
 // weft-test-rank: one rank of a real multi-process job, driven through the public C++ API only.
 // Modes (argv[1]):
-//   check            every collective the library offers at odd sizes, checked against a reference
+//   check            all-reduce at odd sizes in and out of place, and asynchronous calls in order,
+//                    through the shared library (every collective x type x op: weft-test-matrix)
 //   die              rank 1 SIGKILLs itself in the middle of a large all-reduce loop
 //   die-small        the same in a loop of 16-element all-reduces (the shared-memory latency path)
 //   absent           rank 1 never enters the collective (sleeps past the timeout)

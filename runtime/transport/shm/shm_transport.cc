@@ -62,7 +62,8 @@ struct ShmTransport::Slot {
   uint64_t tag;
   uint64_t len;
   uint64_t addr;
-  std::atomic<uint64_t> acked;  // the receiver has finished reading message `acked`
+  std::atomic<uint64_t> acked;  // seq + 1: the receiver has finished reading message seq (0, as the
+                               // segment starts, acknowledges nothing, so not message 0 either)
   uint32_t chunk;
   char pad[12];
   uint8_t data[kInline];
@@ -199,7 +200,7 @@ bool ShmTransport::collect_acks(int peer) {
   size_t k = 0;
   bool any = false;
   for (auto& a : p.awaiting) {
-    if (a.seq < tail || slot(my_local_, p.local, a.seq)->acked.load(std::memory_order_acquire) == a.seq) {
+    if (a.seq < tail || slot(my_local_, p.local, a.seq)->acked.load(std::memory_order_acquire) == a.seq + 1) {
       a.op->state.store(TransportOp::kDone, std::memory_order_release);
       any = true;
     } else {
@@ -310,7 +311,7 @@ bool ShmTransport::deliver(int src, Slot* sl, PostedRecv& r) {
   }
   bool wake_sender = sl->is_inline != 1;
   if (sl->is_inline == 2) ring_of(base_, local_size_, p.local, my_local_)->chunk_busy[sl->chunk].store(0, std::memory_order_release);
-  sl->acked.store(sl->seq, std::memory_order_release);
+  sl->acked.store(sl->seq + 1, std::memory_order_release);
   sl->state.store(kConsumed, std::memory_order_release);
   if (wake_sender) ring_doorbell(p.local);
   op->state.store(ok ? TransportOp::kDone : TransportOp::kFailed, std::memory_order_release);
