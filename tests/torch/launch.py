@@ -11,9 +11,11 @@ find RANK/WORLD_SIZE through weft_torch's mapping of the launcher's variables.
 import argparse
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 
 PY = sys.executable
@@ -61,6 +63,9 @@ def main():
     ap.add_argument("--timeout", type=float, default=120)
     ap.add_argument("--may-die", type=int, default=None, metavar="R",
                     help="rank R's exit status is not checked (with --via env, where each rank's is known)")
+    ap.add_argument("--expect-transport", default=None, metavar="T",
+                    help="(--via env) every rank but --may-die's must report that its communicator runs over "
+                         "transport T (shm, ucx): its 'communicator ready: ... transport T' line at WEFT_LOG_LEVEL=info")
     ap.add_argument("program")
     ap.add_argument("args", nargs=argparse.REMAINDER)
     a = ap.parse_args()
@@ -71,13 +76,23 @@ def main():
     for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(k, None)
     prog = [PY, a.program] + a.args
+    if a.expect_transport and a.via != "env":
+        print("launch.py: --expect-transport needs --via env")
+        return 2
+    if a.expect_transport:
+        env["WEFT_LOG_LEVEL"] = "info"
+    logs = []
     t0 = time.time()
     if a.via == "env":
         procs = []
         for r in range(a.np):
             e = dict(env, RANK=str(r), WORLD_SIZE=str(a.np), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(a.np),
                      MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
-            procs.append(subprocess.Popen(prog, env=e))
+            err = None
+            if a.expect_transport:  # the rank's stderr, read back below (a file: a pipe could fill up)
+                err = tempfile.TemporaryFile(mode="w+")
+                logs.append(err)
+            procs.append(subprocess.Popen(prog, env=e, stderr=err))
     elif a.via == "weftrun":
         procs = [subprocess.Popen([a.weftrun, "-np", str(a.np), "-x", "MASTER_PORT=" + port, "--"] + prog, env=env)]
     else:
@@ -95,9 +110,19 @@ def main():
             return 1
     print(f"launch.py: {a.via} -np {a.np} {os.path.basename(a.program)}: exit codes {rcs} "
           f"in {time.time() - t0:.1f} s")
+    transport_ok = True
+    for r, log in enumerate(logs):
+        log.seek(0)
+        text = log.read()
+        sys.stderr.write(text)
+        m = re.search(r"communicator ready: .* transport (\S+)", text)
+        if r != a.may_die and (not m or m.group(1) != a.expect_transport):
+            print(f"launch.py: rank {r} ran over {m.group(1) if m else 'no reported transport'}, "
+                  f"not {a.expect_transport}")
+            transport_ok = False
     if a.may_die is not None and a.via == "env":
         rcs = [rc for r, rc in enumerate(rcs) if r != a.may_die]
-    return 0 if all(rc == 0 for rc in rcs) else 1
+    return 0 if transport_ok and all(rc == 0 for rc in rcs) else 1
 
 
 if __name__ == "__main__":
