@@ -2,12 +2,18 @@
 """PyTorch DDP on the same synthetic training step as weft-train-bench (docs/PERFORMANCE.md,
 "Overlap"): one flat parameter per line of a model file (benchmarks/models/), a backward that
 sleeps for each layer's FLOPs at --accel-tflops (a custom autograd Function, so the CPU is free
-as under a GPU), gloo, N ranks with torch.multiprocessing. Prints our measurements (step,
+as under a GPU), gloo (TCP) or weft (the torch backend of frameworks/torch: Weft's transport, shared
+memory on one node), N ranks with torch.multiprocessing. Prints our measurements (step,
 backward, tail = backward end -> backward() returns, i.e. the exposed communication) and DDP's
 own logged averages (avg_backward_compute_time / comm / overlap, if available).
 
 Run with the system interpreter (Debian's python3-torch):
     /usr/bin/python3 benchmarks/peers/ddp_bench.py --model resnet50 --accel-tflops 10 --ranks 2
+    PYTHONPATH=build/python /usr/bin/python3 benchmarks/peers/ddp_bench.py --backend weft ...
+
+Compare `tail_ms` with weft-train-bench's `tail_ms` (both run from the end of the backward's
+last layer to the moment the gradients are all reduced, the reducer's own work included), and
+DDP over weft with DDP over gloo for the transport's share.
 """
 import argparse
 import json
@@ -89,7 +95,9 @@ class SimModel(nn.Module):
 def worker(rank, args, port, queue):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
+    if args.backend == "weft":
+        import weft_torch  # noqa: F401  registers the "weft" backend
+    dist.init_process_group(args.backend, rank=rank, world_size=args.ranks)
     name, layers = load_model(args.model)
     model = SimModel(layers, args.accel_tflops)
     ddp = nn.parallel.DistributedDataParallel(model, bucket_cap_mb=args.bucket_cap_mb,
@@ -117,7 +125,7 @@ def worker(rank, args, port, queue):
     if rank == 0:
         n = len(rows)
         step_ms, bw_ms, tail_ms = (1e3 * sum(r[i] for r in rows) / n for i in range(3))
-        queue.put(dict(peer="pytorch-ddp", torch=torch.__version__, backend="gloo", model=name, ranks=args.ranks,
+        queue.put(dict(peer="pytorch-ddp", torch=torch.__version__, backend=args.backend, model=name, ranks=args.ranks,
                        compute="sim", accel_tflops=args.accel_tflops, bucket_cap_mb=args.bucket_cap_mb,
                        steps=args.steps, step_ms=step_ms, backward_ms=bw_ms, tail_ms=tail_ms,
                        sync_overhead_pct=100 * tail_ms / step_ms, **logged))
@@ -132,6 +140,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--bucket-cap-mb", type=float, default=25)
     ap.add_argument("--accel-tflops", type=float, default=100)
+    ap.add_argument("--backend", choices=["gloo", "weft"], default="gloo")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     with socket.socket() as s:
@@ -144,7 +153,7 @@ def main():
     if args.json:
         print(json.dumps(r))
     else:
-        print(f"# PyTorch {r['torch']} DDP (gloo), {r['model']}, {r['ranks']} ranks, compute sim {r['accel_tflops']} TFLOPS, "
+        print(f"# PyTorch {r['torch']} DDP ({r['backend']}), {r['model']}, {r['ranks']} ranks, compute sim {r['accel_tflops']} TFLOPS, "
               f"bucket cap {r['bucket_cap_mb']} MB, {r['steps']} steps")
         for k, v in r.items():
             if k.endswith("_ms") or k.endswith("_pct"):

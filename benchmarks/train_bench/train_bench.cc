@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <sstream>
@@ -43,7 +44,13 @@ struct Result {
   double cap_mb = 0;
   StepStats mean;
   std::vector<double> bucket_mb;
+  uint64_t wrong = 0;  // gradient elements whose reduced value was not the ranks' average
 };
+
+// The gradient the backward writes for every element at `step` on `rank`: a small integer times
+// 2^-10, exact in float32, float16 and bfloat16, and so is the ranks' sum; the average over n
+// ranks is ((n + 1) / 2 + step % 4) * 2^-10.
+float grad_value(int rank, int step) { return static_cast<float>(rank + 1 + step % 4) * 0.0009765625f; }
 
 std::vector<double> parse_list(const std::string& s) {
   std::vector<double> out;
@@ -114,15 +121,31 @@ Result run_mode(Communicator& comm, const bench::ModelFile& model, const Args& a
   r.mode = mode;
   r.cap_mb = cap_mb;
   std::vector<StepStats> kept;
+  auto grad_of = [&](size_t i) { return a.copy ? grads[i].data() : static_cast<float*>(red.grad_view(ids[i])); };
+  const int n = comm.size();
+  // float16/bfloat16 on the wire round the sum once (exact here) and the average once more
+  const double tol = mode == "compress-fp16" ? 1.0 / 1024 : mode == "compress-bf16" ? 1.0 / 128 : 1e-6;
   for (int step = 0; step < a.warmup + a.steps; ++step) {
     red.begin_step(true);
     compute.start();
+    const float g = grad_value(comm.rank(), step);
     for (size_t i = model.layers.size(); i-- > 0;) {
       compute.layer(model.layers[i].backward_gflops);
-      if (ids[i] >= 0) red.mark_ready(ids[i]);
+      if (ids[i] < 0) continue;
+      float* v = grad_of(i);  // the backward writes the layer's gradient, then marks it
+      std::fill(v, v + model.layers[i].params, g);
+      red.mark_ready(ids[i]);
     }
     StepStats s = red.finalize();
     if (step >= a.warmup) kept.push_back(s);
+    // Every reduced element is the ranks' average (checked outside the timed step).
+    const double want = ((n + 1) / 2.0 + step % 4) * 0.0009765625;
+    for (size_t i = 0; i < model.layers.size(); ++i) {
+      if (ids[i] < 0) continue;
+      const float* v = grad_of(i);
+      for (uint64_t k = 0; k < model.layers[i].params; ++k)
+        if (!(std::abs(v[k] - want) <= tol * want)) ++r.wrong;
+    }
   }
   StepStats& m = r.mean;
   for (const StepStats& s : kept) {
@@ -172,6 +195,7 @@ int main(int argc, char** argv) {
     if (a.mode == "all") modes = {"none", "overlap", "overlap-rebuild", "compress-fp16", "compress-bf16"};
     std::vector<double> caps = parse_list(a.caps);
     bool root = comm->rank() == 0;
+    uint64_t wrong_total = 0;
     if (root && !a.json) {
       std::printf("# %s (%s): %zu tensors, %.1f M parameters, %.0f backward GFLOPs/step; %d ranks (%s); compute %s; "
                   "%s; %d steps after %d warm-up\n",
@@ -186,6 +210,11 @@ int main(int argc, char** argv) {
       for (const std::string& mode : modes) {
         Result r = run_mode(*comm, model, a, mode, cap);
         const StepStats& s = r.mean;
+        if (r.wrong) {
+          std::fprintf(stderr, "weft-train-bench: rank %d, %s at %g MiB: %llu reduced gradient elements are not the ranks' average\n",
+                       comm->rank(), mode.c_str(), cap, static_cast<unsigned long long>(r.wrong));
+          wrong_total += r.wrong;
+        }
         if (mode == "none") baseline = s.step_ms;
         if (!root) continue;
         if (a.json) {
@@ -215,6 +244,7 @@ int main(int argc, char** argv) {
       }
     }
     comm->destroy();
+    if (wrong_total) return 3;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weft-train-bench: %s\n", e.what());
     return 1;
