@@ -7,12 +7,12 @@
 # -fsanitize=fuzzer plus the build's WEFT_SANITIZE (address,undefined by default), together with
 # SOURCES (the library code under test, instrumented for coverage too); without SOURCES it links
 # weft_internal. <corpus_dir> is the committed seed corpus (tests/fuzz/corpus/<name>/). Each
-# target becomes a ctest test "fuzz_<name>" that fuzzes for WEFT_FUZZ_SECONDS (default 20),
+# target becomes a ctest test "fuzz_<name>" that fuzzes for WEFT_FUZZ_SECONDS (default 60),
 # starting from the seed corpus and writing new inputs to <build>/fuzz-corpus/<name>/ (never to
 # the source tree). Crash inputs land in <build>/fuzz-artifacts/.
 include_guard(GLOBAL)
 
-set(WEFT_FUZZ_SECONDS 20 CACHE STRING "Seconds each fuzz_* ctest test fuzzes for")
+set(WEFT_FUZZ_SECONDS 60 CACHE STRING "Seconds each fuzz_* ctest test fuzzes for")
 set(WEFT_CAN_FUZZ OFF)
 if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
   set(WEFT_CAN_FUZZ ON)

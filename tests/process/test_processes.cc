@@ -211,17 +211,20 @@ TEST(Bootstrap, MissingEnvironmentIsAClearError) {
   EXPECT_NE(rs[0].output.find("WEFT_JOB_SECRET"), std::string::npos) << dump(rs);
 }
 
-TEST(Bootstrap, WrongSecretIsRefused) {
-  // Rank 1 presents another job's secret: rank 0's store refuses it, so rank 1 fails naming
-  // WEFT_JOB_SECRET, and rank 0, left waiting for a rank that never joins, fails within its
-  // 3 s timeout instead of hanging. Neither gets as far as a collective.
-  auto rs = run_job(2, {WEFT_TEST_RANK, "check"}, {"WEFT_TIMEOUT_MS=3000"}, std::chrono::seconds(60),
-                    {{1, "WEFT_JOB_SECRET=another-jobs-secret"}});
-  EXPECT_NE(rs[1].status, 0) << dump(rs);
-  EXPECT_NE(rs[1].output.find("WEFT_JOB_SECRET"), std::string::npos) << dump(rs);
-  EXPECT_NE(rs[0].status, 0) << dump(rs);
-  EXPECT_LT(rs[0].seconds, 15.0) << dump(rs);
-  for (auto& r : rs) EXPECT_EQ(r.output.find(": OK"), std::string::npos) << dump(rs);
+TEST(Bootstrap, WrongOrMissingSecretIsRefused) {
+  // Rank 1 presents another job's secret, or none: rank 0's store refuses the first, and the
+  // second fails before it connects; either way rank 1 fails naming WEFT_JOB_SECRET, and rank 0,
+  // left waiting for a rank that never joins, fails within its 3 s timeout instead of hanging.
+  // Neither gets as far as a collective.
+  for (const char* secret : {"WEFT_JOB_SECRET=another-jobs-secret", "WEFT_JOB_SECRET="}) {
+    SCOPED_TRACE(secret);
+    auto rs = run_job(2, {WEFT_TEST_RANK, "check"}, {"WEFT_TIMEOUT_MS=3000"}, std::chrono::seconds(60), {{1, secret}});
+    EXPECT_NE(rs[1].status, 0) << dump(rs);
+    EXPECT_NE(rs[1].output.find("WEFT_JOB_SECRET"), std::string::npos) << dump(rs);
+    EXPECT_NE(rs[0].status, 0) << dump(rs);
+    EXPECT_LT(rs[0].seconds, 15.0) << dump(rs);
+    for (auto& r : rs) EXPECT_EQ(r.output.find(": OK"), std::string::npos) << dump(rs);
+  }
 }
 
 }  // namespace
