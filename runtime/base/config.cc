@@ -34,6 +34,7 @@ CommConfig CommConfig::from_env(const EnvLookup& env) {
   c.timeout = std::chrono::milliseconds(env_int(env, "WEFT_TIMEOUT_MS", c.timeout.count(), 1, int64_t{1} << 40));
   c.spin = std::chrono::microseconds(env_int(env, "WEFT_SPIN_US", c.spin.count(), 0, 10'000'000));
   c.direct_bytes = env_int(env, "WEFT_DIRECT_BYTES", c.direct_bytes, -1, 4 << 20);
+  c.direct_piece_bytes = env_int(env, "WEFT_DIRECT_PIECE_BYTES", c.direct_piece_bytes, -1, 64 << 20);
   c.slice_bytes = static_cast<uint64_t>(env_int(env, "WEFT_SLICE_BYTES", static_cast<int64_t>(c.slice_bytes), 4096, int64_t{1} << 30));
   c.channels = static_cast<int>(env_int(env, "WEFT_NCHANNELS", c.channels, 1, 16));
   if (auto a = env("WEFT_ALGO")) c.algo = *a;

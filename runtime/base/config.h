@@ -23,6 +23,10 @@ struct CommConfig {
   // WEFT_DIRECT_BYTES: the largest call of the shared-memory latency path (0: off; -1: automatic,
   // 32 KiB, or 256 KiB when the node's ranks outnumber its cores).
   int64_t direct_bytes = -1;
+  // WEFT_DIRECT_PIECE_BYTES: all-reduces above direct_bytes also take the direct path, in pieces of
+  // this size, each reduce-scattered and all-gathered through the slots (0: off; -1: automatic,
+  // 256 KiB when the node's ranks outnumber its cores, else off).
+  int64_t direct_piece_bytes = -1;
   int channels = 1;                            // WEFT_NCHANNELS: parallel rings/trees (1..16)
   std::string transport = "auto";              // WEFT_TRANSPORT: auto (shm in a node, UCX across) | ucx
   bool ucx_peer_errors = false;                // WEFT_UCX_ERR_MODE=peer|none

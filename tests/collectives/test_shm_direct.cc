@@ -24,6 +24,7 @@ TEST_P(ShmDirectPath, EveryTypeOpAndSizeMatchesTheReference) {
   const int n = GetParam();
   CommConfig cfg = test_config();
   cfg.direct_bytes = 4096;  // small, so that the cases past it stay quick
+  cfg.direct_piece_bytes = 0;  // past it: the scheduled path (pieces: ShmDirectPieces below)
   std::vector<CollCase> cases;
   for (DataType dt : kTypes) {
     const uint64_t limit = static_cast<uint64_t>(cfg.direct_bytes) / dtype_size(dt);
@@ -60,6 +61,38 @@ TEST_P(ShmDirectPath, EveryTypeOpAndSizeMatchesTheReference) {
   EXPECT_EQ(failures.load(), 0);
 }
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmDirectPath, ::testing::Values(2, 3, 4, 5));
+
+// All-reduces past the one-round limit, in pieces (WEFT_DIRECT_PIECE_BYTES), each reduce-scattered
+// and all-gathered through the slots: every type and op, counts that leave a short last piece and
+// shares of 0 elements (count < ranks), in and out of place; every one takes the direct path.
+class ShmDirectPieces : public ::testing::TestWithParam<int> {};
+TEST_P(ShmDirectPieces, EveryTypeAndOpMatchesTheReference) {
+  const int n = GetParam();
+  CommConfig cfg = test_config();
+  cfg.direct_bytes = 64;
+  cfg.direct_piece_bytes = 1000;  // not a multiple of every type's size: pieces of whole elements
+  std::vector<CollCase> cases;
+  for (DataType dt : kTypes)
+    for (uint64_t count : {uint64_t{0}, uint64_t{3}, uint64_t{9}, uint64_t{251}, uint64_t{1009}, uint64_t{4099}})
+      for (bool in_place : {false, true})
+        for (RedOp op : kOps) cases.push_back({CollectiveKind::kAllReduce, dt, op, count, n, 0, in_place});
+  std::atomic<int> failures{0};
+  run_ranks(
+      n, TransportKind::kShm,
+      [&](Communicator& comm) {
+        for (const CollCase& c : cases) {
+          RankBuffers b = make_buffers(c, comm.rank());
+          const uint64_t before = comm.direct_calls();
+          comm.submit(CollectiveArgs{c.kind, c.count, c.dt, c.op, c.root, false}, b.send, b.recv);
+          if (comm.direct_calls() - before != 1u && failures++ < 10) ADD_FAILURE() << c.label() << ": not the direct path";
+          std::string err = check_buffers(c, comm.rank(), b);
+          if (!err.empty() && failures++ < 10) ADD_FAILURE() << c.label() << ": " << err;
+        }
+      },
+      cfg);
+  EXPECT_EQ(failures.load(), 0);
+}
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmDirectPieces, ::testing::Values(2, 3, 4, 5));
 
 // Off with WEFT_DIRECT_BYTES=0, and never taken when an algorithm is forced: the user's choice runs.
 TEST(ShmDirectPath, OffWhenDisabledOrAnAlgorithmIsForced) {

@@ -53,6 +53,12 @@ INSTANTIATE_TEST_SUITE_P(Transports, Matrix,
                            return std::string(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) + "ranks";
                          });
 
+// The direct path's all-reduce in pieces (the default only where ranks outnumber cores), forced
+// so that it runs in real processes on any machine: 64 KiB pieces past a 32 KiB one-round limit.
+TEST(MatrixPieces, EveryCollectiveTypeAndOpWithPiecewiseDirectAllReduce) {
+  expect_job(3, "shm", "full", {"WEFT_DIRECT_BYTES=32768", "WEFT_DIRECT_PIECE_BYTES=65536"});
+}
+
 // Slices of 4 MiB: one step's message passes the 1 MiB staging chunk, so the shared-memory
 // transport reduces from a cross-process read through its bounce buffer.
 class MatrixLarge : public ::testing::TestWithParam<std::tuple<const char*, int>> {};

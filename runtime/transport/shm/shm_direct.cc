@@ -7,6 +7,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <thread>
@@ -56,9 +57,14 @@ inline void cpu_relax() {
 
 }  // namespace
 
-ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, bool oversubscribed,
+ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, uint64_t piece_bytes, bool oversubscribed,
                      std::chrono::microseconds spin, Millis timeout)
-    : rank_(rank), size_(size), slot_bytes_((slot_bytes + kAlign - 1) / kAlign * kAlign), oversubscribed_(oversubscribed),
+    : rank_(rank),
+      size_(size),
+      one_round_bytes_(slot_bytes),
+      piece_bytes_(piece_bytes),
+      slot_bytes_((std::max(slot_bytes, piece_bytes) + kAlign - 1) / kAlign * kAlign),
+      oversubscribed_(oversubscribed),
       spin_(spin) {
   static_assert(sizeof(Flag) == 64, "one cache line per rank and parity");
   bytes_ = kAlign + 2 * sizeof(Flag) * size_ + 2 * slot_bytes_ * size_;
@@ -98,7 +104,8 @@ ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, bool
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   if (rank_ == 0) shm_unlink(name.c_str());
-  WEFT_LOG_DEBUG("shm direct path: {} ranks, slots of {} bytes{}", size_, slot_bytes_,
+  WEFT_LOG_DEBUG("shm direct path: {} ranks, slots of {} bytes, one round up to {} bytes{}{}", size_, slot_bytes_,
+                 one_round_bytes_, piece_bytes_ ? fmt::format(", larger all-reduces in pieces of {} bytes", piece_bytes_) : "",
                  oversubscribed_ ? ", ranks outnumber cores: waiters yield" : "");
 }
 
@@ -119,10 +126,10 @@ bool ShmDirect::handles(const CollectiveArgs& a) const {
   if (size_ < 2) return false;
   const uint64_t bytes = a.count * dtype_size(a.dtype);
   switch (a.kind) {
-    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kAllReduce: return bytes <= one_round_bytes_ || piece_bytes_ > 0;
     case CollectiveKind::kReduce:
     case CollectiveKind::kBroadcast:
-    case CollectiveKind::kAllGather: return bytes <= slot_bytes_;  // all-gather: one rank's block
+    case CollectiveKind::kAllGather: return bytes <= one_round_bytes_;  // all-gather: one rank's block
     case CollectiveKind::kBarrier: return true;
     default: return false;
   }
@@ -194,10 +201,52 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
   }
 }
 
+void ShmDirect::all_reduce_pieces(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx) {
+  const uint64_t es = dtype_size(a.dtype);
+  const uint64_t piece_el = std::max<uint64_t>(1, piece_bytes_ / es);
+  const auto* in = static_cast<const uint8_t*>(send);
+  auto* out = static_cast<uint8_t*>(recv);
+  for (uint64_t first = 0; first < a.count; first += piece_el) {
+    const uint64_t count = std::min(piece_el, a.count - first), bytes = count * es;
+    // Round 1 (call c): publish the piece; slot c%2 was last read in call c-2, which every peer
+    // is past once it has posted c-1.
+    const uint32_t c = next_++;
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) wait_for(r, c - 1, ctx, false);
+    std::memcpy(slot(rank_, c, bytes), in + first * es, bytes);  // before out is written: in may be out
+    post(c, bytes, ctx);
+    for (int r = 0; r < size_; ++r)
+      if (r != rank_) wait_for(r, c, ctx, true, bytes);
+    // This rank's share, reduced from every slot in rank order (the same bits as one round).
+    const uint64_t lo = part_offset(count, size_, rank_), n_el = part_offset(count, size_, rank_ + 1) - lo;
+    uint8_t* mine = out + (first + lo) * es;
+    if (n_el) {
+      reduce_into(a.dtype, a.op, mine, slot(0, c, bytes) + lo * es, slot(1, c, bytes) + lo * es, n_el);
+      for (int r = 2; r < size_; ++r) reduce_inplace(a.dtype, a.op, mine, slot(r, c, bytes) + lo * es, n_el);
+      if (a.op == RedOp::kAvg) finish_avg(a.dtype, mine, n_el, size_);
+    }
+    // Round 2 (call c+1): publish the share in slot (c+1)%2, last read in call c-1, which every
+    // peer is past (it posted c); then copy every peer's share out of its slot.
+    const uint32_t c2 = next_++;
+    if (n_el) std::memcpy(slot(rank_, c2, bytes) + lo * es, mine, n_el * es);
+    post(c2, bytes, ctx);
+    for (int r = 0; r < size_; ++r) {
+      if (r == rank_) continue;
+      wait_for(r, c2, ctx, true, bytes);
+      const uint64_t rlo = part_offset(count, size_, r), rn = part_offset(count, size_, r + 1) - rlo;
+      if (rn) std::memcpy(out + (first + rlo) * es, slot(r, c2, bytes) + rlo * es, rn * es);
+    }
+  }
+}
+
 void ShmDirect::run(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx) {
+  const uint64_t es = dtype_size(a.dtype), bytes = a.count * es;
+  if (a.kind == CollectiveKind::kAllReduce && bytes > one_round_bytes_) {
+    ++calls_;
+    return all_reduce_pieces(a, send, recv, ctx);
+  }
   const uint32_t c = next_++;
   ++calls_;
-  const uint64_t es = dtype_size(a.dtype), bytes = a.count * es;
   // Slot c%2 was last read in call c-2: every peer is past it once it has posted c-1.
   for (int r = 0; r < size_; ++r)
     if (r != rank_) wait_for(r, c - 1, ctx, false);

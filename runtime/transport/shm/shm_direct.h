@@ -35,9 +35,12 @@ struct DirectContext {
 class ShmDirect {
  public:
   // Collective over the communicator's ranks, all on this node. slot_bytes: the largest per-rank
-  // contribution the path takes. oversubscribed: more ranks than cores, so waiters yield at once.
-  ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, bool oversubscribed, std::chrono::microseconds spin,
-            Millis timeout);
+  // contribution the path takes in one round. piece_bytes > 0: all-reduces of any larger size
+  // too, in pieces of piece_bytes, each in two rounds (every rank reduces its share of the piece
+  // from all slots, then copies the others' reduced shares). oversubscribed: more ranks than
+  // cores, so waiters yield at once.
+  ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, uint64_t piece_bytes, bool oversubscribed,
+            std::chrono::microseconds spin, Millis timeout);
   ~ShmDirect();
   ShmDirect(const ShmDirect&) = delete;
   ShmDirect& operator=(const ShmDirect&) = delete;
@@ -57,9 +60,14 @@ class ShmDirect {
   // size, unless kAnyBytes) with this rank's.
   static constexpr uint64_t kAnyBytes = ~uint64_t{0};
   void wait_for(int r, uint32_t c, const DirectContext& ctx, bool check, uint64_t expect_bytes = kAnyBytes);
+  // All-reduce in pieces of piece_bytes_, each as two calls: publish the piece, reduce this rank's
+  // share of it from every slot, publish the share, gather the others' shares.
+  void all_reduce_pieces(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx);
 
   int rank_, size_;
-  uint64_t slot_bytes_;
+  uint64_t one_round_bytes_;  // the largest call taken in one round
+  uint64_t piece_bytes_;      // 0: no larger all-reduces
+  uint64_t slot_bytes_;       // max of the two
   bool oversubscribed_;
   std::chrono::microseconds spin_;
   void* base_ = nullptr;
