@@ -87,7 +87,24 @@ std::shared_ptr<Operation> Communicator::submit(const CollectiveArgs& args_in, c
   }
   if (failures_.broken())
     fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(args.kind), failures_.broken_reason());
-  auto w = std::make_shared<Operation>();
+  std::shared_ptr<Operation> w;
+  bool own_blocking_op = false;
+  if (mode == SubmitMode::kBlocking && !blocking_op_busy_.exchange(true, std::memory_order_acquire)) {
+    // The cached Operation is ours while the flag is; reuse it unless a caller still holds the
+    // last one (use_count counts only us then: nobody else can copy it while the flag is set).
+    own_blocking_op = true;
+    if (blocking_op_ && blocking_op_.use_count() == 1) blocking_op_->reset();
+    else blocking_op_ = std::make_shared<Operation>();
+    w = blocking_op_;
+  } else {
+    w = std::make_shared<Operation>();
+  }
+  struct Release {
+    std::atomic<bool>* flag;
+    ~Release() {
+      if (flag) flag->store(false, std::memory_order_release);
+    }
+  } release{own_blocking_op ? &blocking_op_busy_ : nullptr};
   w->args_ = args;
   w->send_ = send;
   w->recv_ = recv;

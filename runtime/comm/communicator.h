@@ -4,6 +4,7 @@
 // mismatches), OperationQueue (order, sequence numbers, the progress thread), the Executor (runs
 // a schedule), and communicator_device.cc (device buffers to NCCL).
 #pragma once
+#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -118,6 +119,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   ScratchPool scratch_;
   std::unique_ptr<OperationQueue> queue_;
   int split_count_ = 0;
+  // One Operation reused by blocking calls while nobody else holds it (no allocation, no mutex
+  // and condition variable to build and destroy per call: the latency path's per-call cost).
+  std::shared_ptr<Operation> blocking_op_;
+  std::atomic<bool> blocking_op_busy_{false};
 
   // The NCCL communicator, created by the first device-buffer call (always by the thread that
   // executes operations), or inherited from the parent's ncclCommSplit.

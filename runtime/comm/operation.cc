@@ -26,6 +26,23 @@ std::string Operation::error_message() {
   std::lock_guard<std::mutex> lock(mu_);
   return message_;
 }
+void Operation::reset() {
+  args_ = CollectiveArgs{};
+  algo_.clear();
+  send_ = nullptr;
+  recv_ = nullptr;
+  seq_ = 0;
+  tag_seq_ = 0;
+  device_ = -1;
+  stream_ = nullptr;
+  on_stream_ = false;
+  done_ = false;
+  code_ = ErrorCode::kSuccess;
+  message_.clear();
+  elapsed_us_ = 0;
+  started_at_ = finished_at_ = {};
+}
+
 void Operation::finish(ErrorCode code, std::string message) {
   {
     std::lock_guard<std::mutex> lock(mu_);

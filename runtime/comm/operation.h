@@ -35,6 +35,8 @@ class Operation {
   friend class Communicator;
   friend class OperationQueue;
   void finish(ErrorCode code, std::string message);
+  // Back to the state of a new Operation (only while nothing else holds it).
+  void reset();
   // Waits up to timeout for the end, successful or not; true when it ended.
   bool wait_done(std::chrono::milliseconds timeout);
 

@@ -94,6 +94,28 @@ TEST_P(ShmDirectPieces, EveryTypeAndOpMatchesTheReference) {
 }
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmDirectPieces, ::testing::Values(2, 3, 4, 5));
 
+// Blocking calls reuse one Operation (no allocation per call), but never one a caller still
+// holds: a held result keeps its own call's arguments and outcome.
+TEST(ShmDirectPath, ABlockingCallsOperationIsReusedOnlyWhenNobodyHoldsIt) {
+  run_ranks(
+      2, TransportKind::kShm,
+      [&](Communicator& comm) {
+        std::vector<float> v(16, 1.0f);
+        const CollectiveArgs a{CollectiveKind::kAllReduce, v.size(), DataType::kFloat32, RedOp::kSum, 0, false};
+        const Operation* first = comm.submit(a, v.data(), v.data()).get();  // released at once
+        std::shared_ptr<Operation> held = comm.submit(a, v.data(), v.data());
+        EXPECT_EQ(held.get(), first) << "a released blocking Operation is reused";
+        const CollectiveArgs b{CollectiveKind::kAllReduce, 8, DataType::kFloat32, RedOp::kMax, 0, false};
+        std::shared_ptr<Operation> next = comm.submit(b, v.data(), v.data());
+        EXPECT_NE(next.get(), held.get()) << "a held Operation must not be reused";
+        EXPECT_EQ(held->args().count, 16u);
+        EXPECT_EQ(held->args().op, RedOp::kSum);
+        EXPECT_TRUE(held->test());
+        EXPECT_EQ(v[0], 4.0f);  // 1 + 1, then 2 + 2, then max(4, 4)
+      },
+      test_config());
+}
+
 // Off with WEFT_DIRECT_BYTES=0, and never taken when an algorithm is forced: the user's choice runs.
 TEST(ShmDirectPath, OffWhenDisabledOrAnAlgorithmIsForced) {
   for (int variant = 0; variant < 2; ++variant) {
