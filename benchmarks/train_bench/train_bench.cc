@@ -106,15 +106,8 @@ Result run_mode(Communicator& comm, const bench::ModelFile& model, const Args& a
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const bench::Layer& l = model.layers[i];
     if (l.params == 0) continue;
-    if (a.copy) grads[i].assign(l.params, 1e-3f);
+    if (a.copy) grads[i].resize(l.params);  // the backward below writes every step's values
     ids[i] = red.add_param(a.copy ? grads[i].data() : nullptr, l.params, DataType::kFloat32, l.name);
-  }
-  if (!a.copy) {
-    for (size_t i = 0; i < ids.size(); ++i) {
-      if (ids[i] < 0) continue;
-      float* v = static_cast<float*>(red.grad_view(ids[i]));
-      std::fill(v, v + model.layers[i].params, 1e-3f);
-    }
   }
   Compute compute(a);
   Result r;

@@ -15,13 +15,9 @@
 
 namespace {
 
+using weft::test::dump;
 using weft::test::run_job;
 
-std::string dump(const std::vector<weft::test::RankResult>& rs) {
-  std::string s;
-  for (size_t r = 0; r < rs.size(); ++r) s += "--- rank " + std::to_string(r) + " status " + std::to_string(rs[r].status) + "\n" + rs[r].output;
-  return s;
-}
 
 // Runs one job and asserts: every rank exited 0 and printed OK, and its communicator ran over
 // `transport` ("shm" or "ucx").

@@ -8,15 +8,10 @@
 #include "runtime/transport/shm/shm_transport.h"
 #include "support/spawn.h"
 
+using weft::test::dump;
 using weft::test::run_job;
 
 namespace {
-
-std::string dump(const std::vector<weft::test::RankResult>& rs) {
-  std::string s;
-  for (size_t r = 0; r < rs.size(); ++r) s += "--- rank " + std::to_string(r) + " status " + std::to_string(rs[r].status) + "\n" + rs[r].output;
-  return s;
-}
 
 class Processes : public ::testing::TestWithParam<int> {};
 

@@ -27,6 +27,14 @@ struct RankResult {
   double seconds = 0;
 };
 
+// Every rank's status and output, for a failed assertion's message.
+inline std::string dump(const std::vector<RankResult>& rs) {
+  std::string s;
+  for (size_t r = 0; r < rs.size(); ++r)
+    s += "--- rank " + std::to_string(r) + " status " + std::to_string(rs[r].status) + "\n" + rs[r].output;
+  return s;
+}
+
 // A port for the job's store: below the kernel's ephemeral range (ip_local_port_range), so that
 // no socket bound to port 0 meanwhile (UCX listeners of earlier tests' ranks still exiting,
 // clients) can take it before rank 0 binds it, and free when picked. A random pick in 20000-50000
