@@ -90,10 +90,20 @@ std::array<KernelTable, kNumIsas> build_tables() {
   std::array<KernelTable, kNumIsas> t{};
   fill_table_scalar(&t[static_cast<int>(Isa::kScalar)]);
   fill_table_sse2(&t[static_cast<int>(Isa::kSse2)]);
+  // A variant's fill function is compiled for its ISA, and the compiler may store the pointers
+  // with that ISA's instructions (it does: AVX-512 stores, SIGILL on an AVX2-only CPU). So only
+  // variants the CPU runs are filled; the others get the best lower table, never called anyway.
 #if defined(WEFT_REDUCE_X86)
-  // Storing the pointers is harmless on any CPU; only isa_supported() variants are ever called.
-  fill_table_avx2(&t[static_cast<int>(Isa::kAvx2)]);
-  fill_table_avx512(&t[static_cast<int>(Isa::kAvx512)]);
+  if (isa_supported(Isa::kAvx2)) {
+    fill_table_avx2(&t[static_cast<int>(Isa::kAvx2)]);
+  } else {
+    t[static_cast<int>(Isa::kAvx2)] = t[static_cast<int>(Isa::kSse2)];
+  }
+  if (isa_supported(Isa::kAvx512)) {
+    fill_table_avx512(&t[static_cast<int>(Isa::kAvx512)]);
+  } else {
+    t[static_cast<int>(Isa::kAvx512)] = t[static_cast<int>(Isa::kAvx2)];
+  }
 #else
   t[static_cast<int>(Isa::kAvx2)] = t[static_cast<int>(Isa::kSse2)];
   t[static_cast<int>(Isa::kAvx512)] = t[static_cast<int>(Isa::kSse2)];

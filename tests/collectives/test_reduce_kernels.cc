@@ -292,3 +292,25 @@ TEST(ReduceKernels, ActiveVariantAndPublicApi) {
   reduce_inplace(DataType::kInt8, RedOp::kSum, w, one, 1);
   EXPECT_EQ(w[0], -128);  // wraps
 }
+
+// Building the tables must not run a variant's code on a CPU without its ISA: the AVX-512 fill
+// function stored its pointers with AVX-512 instructions and killed every process (SIGILL) on the
+// first reduction on an AVX2-only CPU. A variant the CPU lacks gets the best lower table instead.
+TEST(ReduceKernels, VariantsTheCpuLacksFallBackToALowerOne) {
+  for (int i = kern::kNumIsas - 1; i > 0; --i) {
+    const Isa isa = static_cast<Isa>(i);
+    if (kern::isa_supported(isa)) continue;
+    int lower = i - 1;
+    while (lower > 0 && !kern::isa_supported(static_cast<Isa>(lower))) --lower;
+    for (int t = 0; t < kNumDataTypes; ++t) {
+      for (int op = 0; op < kNumRedOps; ++op)
+        EXPECT_EQ(kern::table(isa).reduce[t][op], kern::table(static_cast<Isa>(lower)).reduce[t][op])
+            << kern::isa_name(isa) << " type " << t << " op " << op;
+      EXPECT_EQ(kern::table(isa).finish_avg[t], kern::table(static_cast<Isa>(lower)).finish_avg[t]);
+    }
+  }
+  // And the dispatch itself runs on this CPU (the table is built on the first call).
+  float a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, d[3];
+  reduce_into(DataType::kFloat32, RedOp::kSum, d, a, b, 3);
+  EXPECT_EQ(d[2], 9.0f);
+}

@@ -1,0 +1,367 @@
+#!/usr/bin/python3
+"""End-to-end PyTorch DDP training over Weft, against gloo and against compute alone (issue 21).
+
+Real models, real data movement, real DDP: each rank trains the same model on its own synthetic
+batches with SGD, one BLAS thread per rank. In one invocation the same processes run, alternated
+(the order rotates every repeat) and repeated:
+
+  compute   the model without DDP: forward, backward, optimizer step, no communication
+  gloo      DistributedDataParallel over a gloo group
+  weft      DistributedDataParallel over a Weft group (frameworks/torch: shared memory on one node)
+  weft-fp16 (with --compress) DDP over Weft with the fp16 compression comm hook (changes numerics)
+
+It prints, per model and mode, the step time (median over the repeats of each repeat's median over
+its steps, the spread over steps and over repeats; a step's time is the slowest rank's), the sync
+share (step - compute-only step of the same repeat) / step, and checks that the parameters after
+the steps of each repeat equal gloo's (same initial weights, same batches) within float32
+tolerance. --trace FILE writes a Chrome trace of one extra traced step per mode after its warm-up
+(forward, backward, every bucket's all-reduce from submission to completion, optimizer; DDP's
+all-reduce then runs as a comm hook doing the same average) and --svg FILE a picture of it.
+
+Run with the system interpreter (Debian's python3-torch, python3-torchvision):
+    PYTHONPATH=build/python /usr/bin/python3 benchmarks/e2e/ddp_e2e.py --models mlp,resnet18 --ranks 2
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ALL_MODES = ("compute", "gloo", "weft", "weft-fp16")
+
+
+# ---- models ------------------------------------------------------------------------------------
+
+def mlp():
+    widths = [1024, 2048, 4096, 2048, 2048, 1000]  # 25.2 M parameters
+    layers = []
+    for i in range(len(widths) - 1):
+        layers.append(nn.Linear(widths[i], widths[i + 1]))
+        if i < len(widths) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+MODELS = {
+    # name: (constructor, input shape without the batch, classes, default batch)
+    "mlp": (mlp, (1024,), 1000, 64),
+    "resnet18": (lambda: __import__("torchvision").models.resnet18(num_classes=1000), (3, 64, 64), 1000, 16),
+}
+
+
+def build(name):
+    ctor, shape, classes, batch = MODELS[name]
+    torch.manual_seed(0)  # every rank and every mode starts from the same weights
+    return ctor(), shape, classes, batch
+
+
+def batches(name, rank, batch, count=4):
+    _, shape, classes, _ = MODELS[name]
+    g = torch.Generator().manual_seed(1000 + rank)
+    return [(torch.randn((batch,) + shape, generator=g), torch.randint(0, classes, (batch,), generator=g))
+            for _ in range(count)]
+
+
+def flat_params(model):
+    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).clone()
+
+
+# ---- tracing -----------------------------------------------------------------------------------
+
+class Trace:
+    """Chrome trace events of one step (times in us from the step's start, per rank)."""
+
+    def __init__(self, rank):
+        self.rank, self.events, self.t0 = rank, [], None
+
+    def now(self):
+        return (time.perf_counter() - self.t0) * 1e6
+
+    def span(self, name, tid, begin, end, **args):
+        self.events.append(dict(name=name, ph="X", pid=self.rank, tid=tid, ts=begin, dur=max(end - begin, 0.1),
+                                args=args))
+
+
+def timed_allreduce_hook(trace, compress):
+    """A DDP comm hook doing what DDP's built-in all-reduce does (average), recording each bucket's
+    submission and completion; with compress the bucket travels as float16 (PyTorch's fp16 hook)."""
+
+    def hook(group, bucket):
+        buf = bucket.buffer()
+        world = dist.get_world_size(group)
+        t = trace.now() if trace and trace.t0 is not None else 0.0
+        index = bucket.index()
+        if compress:
+            wire = buf.to(torch.float16).div_(world)
+        else:
+            wire = buf.div_(world)
+        fut = dist.all_reduce(wire, group=group, async_op=True).get_future()
+
+        def done(f):
+            if trace and trace.t0 is not None:
+                trace.span(f"all-reduce bucket {index} ({buf.numel() * buf.element_size() / 2**20:.1f} MiB)", 1, t,
+                           trace.now())
+            if compress:
+                buf.copy_(f.value()[0])
+                return buf
+            return f.value()[0]
+
+        return fut.then(done)
+
+    return hook
+
+
+# ---- one rank ----------------------------------------------------------------------------------
+
+def run_mode(name, mode, rank, groups, args, trace=None):
+    model, _, _, batch = build(name)
+    batch = args.batch or batch
+    data = batches(name, rank, batch)
+    if mode == "compute":
+        net = model
+    else:
+        group = groups["gloo" if mode == "gloo" else "weft"]
+        net = nn.parallel.DistributedDataParallel(model, process_group=group, bucket_cap_mb=args.bucket_cap_mb,
+                                                  gradient_as_bucket_view=True)
+        if mode == "weft-fp16" or trace is not None:  # traced: the same average, timed
+            net.register_comm_hook(group, timed_allreduce_hook(trace, mode == "weft-fp16"))
+    opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
+    times = []
+    # Traced: the warm-up steps, then one traced step (DDP 1.13 starts with one bucket holding every
+    # gradient and rebuilds its buckets in the order gradients became ready after the first step).
+    steps = args.warmup + (1 if trace is not None else args.steps)
+    for step in range(steps):
+        x, y = data[step % len(data)]
+        dist.barrier(group=groups["gloo"])
+        t0 = time.perf_counter()
+        traced = trace is not None and step == steps - 1
+        if traced:
+            trace.t0 = t0
+        out = net(x)
+        loss = F.cross_entropy(out, y)
+        t1 = time.perf_counter()
+        opt.zero_grad(set_to_none=False)
+        loss.backward()
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        if traced:
+            trace.span("forward", 0, 0, (t1 - t0) * 1e6)
+            trace.span("backward (DDP waits for its buckets at the end)", 0, (t1 - t0) * 1e6, (t2 - t0) * 1e6)
+            trace.span("optimizer", 0, (t2 - t0) * 1e6, (t3 - t0) * 1e6)
+        if step >= args.warmup:
+            times.append(t3 - t0)
+    return times, flat_params(model)
+
+
+def worker(rank, args, port, queue):
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.set_num_threads(args.threads)
+    dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
+    groups = {"gloo": dist.group.WORLD}
+    if any(m.startswith("weft") for m in args.modes):
+        import weft_torch  # noqa: F401  registers the "weft" backend
+        groups["weft"] = dist.new_group(backend="weft")
+    results = []  # (model, repeat, mode, [slowest rank's step time])
+    checks = []
+    for name in args.models:
+        for rep in range(args.repeats):
+            k = rep % len(args.modes)
+            order = args.modes[k:] + args.modes[:k]  # rotate: every mode goes first once
+            params = {}
+            for mode in order:
+                times, p = run_mode(name, mode, rank, groups, args)
+                t = torch.tensor(times, dtype=torch.float64)
+                dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
+                results.append((name, rep, mode, t.tolist()))
+                params[mode] = p
+            if "gloo" in params:
+                for mode in ("weft", "weft-fp16"):
+                    if mode in params:
+                        d = (params[mode] - params["gloo"]).abs()
+                        scale = params["gloo"].abs().max().item()
+                        checks.append((name, rep, mode, d.max().item(), scale,
+                                       torch.equal(params[mode], params["gloo"])))
+    traces = []
+    if args.trace:
+        for name in args.models:
+            for mode in args.modes:
+                tr = Trace(rank)
+                run_mode(name, mode, rank, groups, args, trace=tr)
+                for e in tr.events:
+                    e["pid"] = f"{name} {mode} rank {rank}"
+                traces += tr.events
+        gathered = [None] * args.ranks
+        dist.all_gather_object(gathered, traces, group=groups["gloo"])
+        traces = [e for g in gathered for e in g]
+    if rank == 0:
+        queue.put(dict(results=results, checks=checks, trace=traces))
+    dist.barrier(group=groups["gloo"])
+    dist.destroy_process_group()
+
+
+# ---- report ------------------------------------------------------------------------------------
+
+def summarise(results, checks, args):
+    rows = []
+    for name in args.models:
+        per_mode = {}
+        for mode in args.modes:
+            reps = [(rep, statistics.median(t), min(t), max(t)) for (n, rep, m, t) in results if n == name and m == mode]
+            per_mode[mode] = reps
+        compute = {rep: med for rep, med, _, _ in per_mode.get("compute", [])}
+        for mode in args.modes:
+            reps = per_mode[mode]
+            meds = [med for _, med, _, _ in reps]
+            shares = [(med - compute[rep]) / med for rep, med, _, _ in reps if rep in compute]
+            row = dict(model=name, mode=mode, ranks=args.ranks, steps=args.steps, repeats=args.repeats,
+                       step_ms=1e3 * statistics.median(meds), repeat_min_ms=1e3 * min(meds),
+                       repeat_max_ms=1e3 * max(meds), step_min_ms=1e3 * min(lo for _, _, lo, _ in reps),
+                       step_max_ms=1e3 * max(hi for _, _, _, hi in reps), repeat_medians_ms=[1e3 * m for m in meds])
+            if mode != "compute" and shares:
+                row.update(sync_share_pct=100 * statistics.median(shares), sync_share_min_pct=100 * min(shares),
+                           sync_share_max_pct=100 * max(shares))
+            rows.append(row)
+        gl = {rep: med for rep, med, _, _ in per_mode.get("gloo", [])}
+        for row in rows:
+            if row["model"] == name and row["mode"].startswith("weft") and gl:
+                sp = [gl[rep] / med for rep, med, _, _ in per_mode[row["mode"]] if rep in gl]
+                row.update(speedup_vs_gloo=statistics.median(sp), speedup_vs_gloo_min=min(sp))
+    failed = []
+    for name, rep, mode, maxdiff, scale, equal in checks:
+        tol = args.tolerance * max(1.0, scale)
+        if mode == "weft" and maxdiff > tol:
+            failed.append(f"{name} repeat {rep}: weft's parameters differ from gloo's by {maxdiff:.3g} (> {tol:.3g})")
+    return rows, failed
+
+
+def write_svg(events, path):
+    """Draws the traced steps: one band per (model, mode, rank), compute on the upper lane and
+    every bucket's all-reduce on the lower one."""
+    bands = []
+    for e in events:
+        if e["pid"] not in bands:
+            bands.append(e["pid"])
+    span = max((e["ts"] + e["dur"] for e in events), default=1.0)
+    W, left, lane, gap = 1100, 230, 16, 14
+    H = 40 + len(bands) * (2 * lane + gap) + 30
+    colour = {"forward": "#4c78a8", "optimizer": "#72b7b2"}
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-family="sans-serif" font-size="11">',
+           f'<text x="10" y="18" font-size="13">One DDP training step per mode: compute (upper lane) and each bucket\'s '
+           f'all-reduce from submission to completion (lower lane); 0 to {span / 1e3:.0f} ms</text>']
+    scale = (W - left - 20) / span
+    for i, band in enumerate(bands):
+        y = 34 + i * (2 * lane + gap)
+        out.append(f'<text x="10" y="{y + lane + 4}">{band}</text>')
+        for e in events:
+            if e["pid"] != band:
+                continue
+            x = left + e["ts"] * scale
+            w = max(e["dur"] * scale, 0.8)
+            yy = y + (lane if e["tid"] == 1 else 0)
+            c = colour.get(e["name"], "#f58518" if e["tid"] == 1 else "#9d9d9d")
+            out.append(f'<rect x="{x:.1f}" y="{yy}" width="{w:.1f}" height="{lane - 2}" fill="{c}" stroke="white" '
+                       f'stroke-width="0.5"><title>{e["name"]}: {e["ts"] / 1e3:.1f} + {e["dur"] / 1e3:.1f} ms</title></rect>')
+    y = H - 14
+    for k, (label, c) in enumerate([("forward", "#4c78a8"), ("backward", "#9d9d9d"), ("optimizer", "#72b7b2"),
+                                    ("bucket all-reduce", "#f58518")]):
+        out.append(f'<rect x="{left + k * 150}" y="{y - 10}" width="12" height="12" fill="{c}"/>'
+                   f'<text x="{left + k * 150 + 16}" y="{y}">{label}</text>')
+    out.append("</svg>")
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--models", default="mlp,resnet18", help="comma list of: " + ", ".join(MODELS))
+    ap.add_argument("--modes", default="compute,gloo,weft", help="comma list of: " + ", ".join(ALL_MODES))
+    ap.add_argument("--compress", action="store_true", help="also run weft-fp16 (fp16 comm hook; reported apart)")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10, help="timed steps per mode and repeat")
+    ap.add_argument("--warmup", type=int, default=3, help="untimed steps before them")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--batch", type=int, default=0, help="per-rank batch (0 = the model's default: mlp 64, resnet18 16)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
+    ap.add_argument("--bucket-cap-mb", type=float, default=25)
+    ap.add_argument("--lr", type=float, default=0.01)
+    ap.add_argument("--tolerance", type=float, default=1e-4,
+                    help="weft vs gloo: max |difference| of any parameter, relative to max(1, max |parameter|)")
+    ap.add_argument("--trace", metavar="FILE", help="Chrome trace of one traced step per model and mode")
+    ap.add_argument("--svg", metavar="FILE", help="with --trace: a picture of it")
+    ap.add_argument("--json", metavar="FILE", help="the rows as JSON ('-' = stdout instead of the table)")
+    args = ap.parse_args()
+    args.models = [m for m in args.models.split(",") if m]
+    args.modes = [m for m in args.modes.split(",") if m]
+    if args.compress and "weft-fp16" not in args.modes:
+        args.modes.append("weft-fp16")
+    for m in args.models:
+        if m not in MODELS:
+            ap.error(f"unknown model {m!r}; choose from {', '.join(MODELS)}")
+    for m in args.modes:
+        if m not in ALL_MODES:
+            ap.error(f"unknown mode {m!r}; choose from {', '.join(ALL_MODES)}")
+    if args.ranks < 1 or args.steps < 1 or args.repeats < 1 or args.warmup < 0:
+        ap.error("--ranks, --steps and --repeats must be >= 1, --warmup >= 0")
+    if args.svg and not args.trace:
+        ap.error("--svg draws the trace: give --trace FILE too")
+    if "resnet18" in args.models:
+        try:
+            import torchvision  # noqa: F401
+        except ImportError:
+            sys.exit("ddp_e2e: resnet18 needs torchvision (Debian: python3-torchvision; scripts/setup installs it)")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    queue = ctx.SimpleQueue()
+    mp.spawn(worker, args=(args, port, queue), nprocs=args.ranks, join=True)
+    r = queue.get()
+    rows, failed = summarise(r["results"], r["checks"], args)
+    if args.trace:
+        with open(args.trace, "w") as f:
+            json.dump(dict(traceEvents=r["trace"], displayTimeUnit="ms"), f)
+        if args.svg:
+            write_svg(r["trace"], args.svg)
+    if args.json:
+        doc = dict(torch=torch.__version__, ranks=args.ranks, rows=rows,
+                   checks=[dict(model=n, repeat=rep, mode=m, max_abs_diff=d, max_abs_param=s, bitwise_equal=e)
+                           for n, rep, m, d, s, e in r["checks"]], failed=failed)
+        if args.json == "-":
+            print(json.dumps(doc, indent=1))
+        else:
+            with open(args.json, "w") as f:
+                json.dump(doc, f, indent=1)
+    if args.json != "-":
+        print(f"# PyTorch {torch.__version__} DDP, {args.ranks} ranks x {args.threads} thread(s), bucket cap "
+              f"{args.bucket_cap_mb} MB, {args.steps} steps after {args.warmup} warm-up, {args.repeats} repeats "
+              f"(modes alternated); step = slowest rank; ms")
+        print(f"{'model':9s} {'mode':10s} {'step':>8s} {'repeats':>15s} {'steps':>15s} {'sync share':>16s} {'vs gloo':>12s}")
+        for row in rows:
+            share = (f"{row['sync_share_pct']:5.1f}% ({row['sync_share_min_pct']:.0f}-{row['sync_share_max_pct']:.0f})"
+                     if "sync_share_pct" in row else "")
+            vs = f"{row['speedup_vs_gloo']:.2f}x ({row['speedup_vs_gloo_min']:.2f})" if "speedup_vs_gloo" in row else ""
+            print(f"{row['model']:9s} {row['mode']:10s} {row['step_ms']:8.1f} "
+                  f"{row['repeat_min_ms']:7.1f}-{row['repeat_max_ms']:<7.1f} {row['step_min_ms']:7.1f}-{row['step_max_ms']:<7.1f} "
+                  f"{share:>16s} {vs:>12s}")
+        for n, rep, m, d, s, e in r["checks"]:
+            print(f"# parameters after repeat {rep} of {n}: {m} vs gloo max |diff| {d:.3g} "
+                  f"(max |param| {s:.3g}){' bitwise equal' if e else ''}")
+    for f in failed:
+        print("ddp_e2e: FAILED: " + f, file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
