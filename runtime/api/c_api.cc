@@ -2,6 +2,7 @@
 // waited twice is an error, not a crash), and weft::Error -> weftResult_t.
 #include <weft/weft.h>
 
+#include <atomic>
 #include <mutex>
 #include <unordered_set>
 
@@ -30,6 +31,16 @@ std::mutex g_mu;
 std::unordered_set<weftComm_t> g_comms;
 std::unordered_set<weftRequest_t> g_requests;
 thread_local std::string t_last_error;
+// live()'s fast path: the communicator this thread found live last, valid while no communicator
+// has been destroyed since (g_destroys counts them, under g_mu). A handle is checked against the
+// registry only when it changes or after a destroy: no lock per call.
+std::atomic<uint64_t> g_destroys{0};
+struct LiveCache {
+  weftComm_t comm = nullptr;
+  weft::Communicator* impl = nullptr;
+  uint64_t destroys = 0;
+};
+thread_local LiveCache t_live;
 
 weftResult_t record(weftComm_t comm, weftResult_t code, const std::string& msg) {
   t_last_error = msg;
@@ -40,13 +51,17 @@ weftResult_t record(weftComm_t comm, weftResult_t code, const std::string& msg) 
 
 using weft::capi::guarded;
 
-std::shared_ptr<weft::Communicator> live(weftComm_t comm, const char* fn) {
+// The communicator behind a live handle. Like NCCL's, a communicator must not be destroyed while
+// another thread is still calling it; destroyed before (or never created), it is an error here.
+weft::Communicator* live(weftComm_t comm, const char* fn) {
+  if (comm && comm == t_live.comm && t_live.destroys == g_destroys.load(std::memory_order_acquire)) return t_live.impl;
   if (!comm) throw Error(ErrorCode::kInvalidArgument, std::string(fn) + ": comm is NULL");
   std::lock_guard<std::mutex> lock(g_mu);
   if (!g_comms.count(comm)) {
     throw Error(ErrorCode::kInvalidUsage, std::string(fn) + ": comm is not a live communicator (destroyed, or never created)");
   }
-  return comm->impl;
+  t_live = {comm, comm->impl.get(), g_destroys.load(std::memory_order_relaxed)};
+  return comm->impl.get();
 }
 
 void check_enums(const char* fn, int dtype, int op, bool reducing) {
@@ -75,8 +90,8 @@ weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* 
     a.op = reducing ? static_cast<weft::RedOp>(op) : weft::RedOp::kSum;
     a.root = root;
     if (on_stream && request) throw Error(ErrorCode::kInternalError, std::string(fn) + ": a stream call cannot also be asynchronous");
-    const auto mode = on_stream ? weft::SubmitMode::kOnStream : request ? weft::SubmitMode::kAsync : weft::SubmitMode::kBlocking;
-    auto work = c->submit(a, send, recv, mode, stream);
+    if (!on_stream && !request) return c->run(a, send, recv);
+    auto work = c->submit(a, send, recv, on_stream ? weft::SubmitMode::kOnStream : weft::SubmitMode::kAsync, stream);
     if (request) {
       auto* r = new weftRequest{std::move(work), comm};
       std::lock_guard<std::mutex> lock(g_mu);
@@ -201,10 +216,15 @@ weftResult_t weftCommAbort(weftComm_t comm) {
 
 weftResult_t weftCommDestroy(weftComm_t comm) {
   return guarded(comm, [&] {
-    auto c = live(comm, "weftCommDestroy");
+    live(comm, "weftCommDestroy");
+    std::shared_ptr<weft::Communicator> c;
     {
       std::lock_guard<std::mutex> lock(g_mu);
-      g_comms.erase(comm);
+      if (!g_comms.erase(comm)) {  // another thread destroyed it just now
+        throw Error(ErrorCode::kInvalidUsage, "weftCommDestroy: comm is not a live communicator (destroyed, or never created)");
+      }
+      g_destroys.fetch_add(1, std::memory_order_release);
+      c = std::move(comm->impl);
     }
     delete comm;
     c->destroy();
@@ -348,6 +368,11 @@ weftResult_t weftReduceStream(const void* s, void* r, size_t count, weftDataType
 }  // extern "C"
 
 namespace weft::capi {
-std::shared_ptr<Communicator> comm_of(weftComm_t comm, const char* fn) { return live(comm, fn); }
+std::shared_ptr<Communicator> comm_of(weftComm_t comm, const char* fn) {
+  live(comm, fn);
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_comms.count(comm)) throw Error(ErrorCode::kInvalidUsage, std::string(fn) + ": comm is not a live communicator (destroyed, or never created)");
+  return comm->impl;
+}
 weftResult_t record_error(weftComm_t comm, weftResult_t code, const std::string& msg) { return record(comm, code, msg); }
 }  // namespace weft::capi

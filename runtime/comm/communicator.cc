@@ -1,6 +1,7 @@
 #include "runtime/comm/communicator.h"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "runtime/base/log.h"
@@ -65,12 +66,33 @@ Communicator::~Communicator() {
   }
 }
 
-std::shared_ptr<Operation> Communicator::submit(const CollectiveArgs& args_in, const void* send, void* recv, SubmitMode mode,
-                                                void* stream) {
+namespace {
+
+// Runs body; an error becomes the code and message the call reports. An argument error leaves
+// nothing in flight; anything else may have, so the communicator is broken and the other ranks
+// are told (unless the error came from them).
+template <class Body>
+std::pair<ErrorCode, std::string> guarded_call(FailureWatch& failures, const CollectiveArgs& a, uint64_t seq, Body&& body) {
+  try {
+    body();
+    return {ErrorCode::kSuccess, {}};
+  } catch (const Error& e) {
+    return failures.on_failure(e, describe_call(a, seq));
+  } catch (const std::exception& e) {
+    failures.mark_broken(e.what(), true);
+    failures.set_last_error(e.what());
+    return {ErrorCode::kInternalError, e.what()};
+  }
+}
+
+}  // namespace
+
+CollectiveArgs Communicator::admit(const CollectiveArgs& args_in, const void* send, const void* recv, SubmitMode mode,
+                                   void* stream, bool& on_stream, int& device) {
   const CollectiveArgs args = with_in_place(args_in, send, recv, rank());
   check_arguments(args, send, recv, rank(), size());
-  bool on_stream = mode == SubmitMode::kOnStream;
-  int device = -1;
+  on_stream = mode == SubmitMode::kOnStream;
+  device = -1;
 #if WEFT_HAVE_NCCL
   device = nccl::device_of_call(args, send, recv);
   if (on_stream && device < 0) {
@@ -79,6 +101,7 @@ std::shared_ptr<Operation> Communicator::submit(const CollectiveArgs& args_in, c
     on_stream = false;
   }
 #else
+  (void)stream;
   if (on_stream) fail(ErrorCode::kInvalidUsage, "{}: stream calls need device buffers: Weft was built without NCCL", collective_name(args.kind));
 #endif
   {
@@ -87,33 +110,67 @@ std::shared_ptr<Operation> Communicator::submit(const CollectiveArgs& args_in, c
   }
   if (failures_.broken())
     fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(args.kind), failures_.broken_reason());
+  return args;
+}
+
+void Communicator::run(const CollectiveArgs& args_in, const void* send, void* recv) {
+  bool on_stream = false;
+  int device = -1;
+  const CollectiveArgs args = admit(args_in, send, recv, SubmitMode::kBlocking, nullptr, on_stream, device);
+  if (device < 0 && direct_ && direct_->handles(args)) {
+    std::pair<ErrorCode, std::string> result;
+    // Idle queue and the automatic algorithm: the call runs here (the queue numbers it).
+    const bool ran = queue_->run_inline([&](uint64_t seq) {
+      result = guarded_call(failures_, args, seq, [&] { run_direct(args, send, recv, seq, {}); });
+    });
+    if (ran) {
+      if (result.first != ErrorCode::kSuccess) throw Error(result.first, result.second);
+      return;
+    }
+  }
   std::shared_ptr<Operation> w;
-  bool own_blocking_op = false;
-  if (mode == SubmitMode::kBlocking && !blocking_op_busy_.exchange(true, std::memory_order_acquire)) {
-    // The cached Operation is ours while the flag is; reuse it unless a caller still holds the
-    // last one (use_count counts only us then: nobody else can copy it while the flag is set).
-    own_blocking_op = true;
+  const bool own = !blocking_op_busy_.exchange(true, std::memory_order_acquire);
+  if (own) {
+    // The cached Operation is ours while the flag is (nobody else ever holds it).
+    // (The progress thread may hold the last one for a moment after finishing it.)
     if (blocking_op_ && blocking_op_.use_count() == 1) blocking_op_->reset();
     else blocking_op_ = std::make_shared<Operation>();
     w = blocking_op_;
   } else {
-    w = std::make_shared<Operation>();
+    w = std::make_shared<Operation>();  // another thread's blocking call holds it
   }
   struct Release {
     std::atomic<bool>* flag;
     ~Release() {
       if (flag) flag->store(false, std::memory_order_release);
     }
-  } release{own_blocking_op ? &blocking_op_busy_ : nullptr};
+  } release{own ? &blocking_op_busy_ : nullptr};
+  w->args_ = args;
+  w->send_ = send;
+  w->recv_ = recv;
+  w->device_ = device;
+  queue_->submit(w, false);
+  if (w->code_ != ErrorCode::kSuccess) throw Error(w->code_, w->message_);
+}
+
+std::shared_ptr<Operation> Communicator::submit(const CollectiveArgs& args_in, const void* send, void* recv, SubmitMode mode,
+                                                void* stream) {
+  if (mode == SubmitMode::kBlocking) {
+    run(args_in, send, recv);
+    return nullptr;
+  }
+  bool on_stream = false;
+  int device = -1;
+  const CollectiveArgs args = admit(args_in, send, recv, mode, stream, on_stream, device);
+  auto w = std::make_shared<Operation>();
   w->args_ = args;
   w->send_ = send;
   w->recv_ = recv;
   w->device_ = device;
   w->stream_ = stream;
   w->on_stream_ = on_stream;
-  const bool async = mode == SubmitMode::kAsync;
-  queue_->submit(w, async);
-  if (!async && w->code_ != ErrorCode::kSuccess) throw Error(w->code_, w->message_);
+  queue_->submit(w, mode == SubmitMode::kAsync);
+  if (mode != SubmitMode::kAsync && w->code_ != ErrorCode::kSuccess) throw Error(w->code_, w->message_);
   return w;
 }
 
@@ -121,23 +178,39 @@ void Communicator::execute(const std::shared_ptr<Operation>& w) {
   const auto t0 = Clock::now();
   w->started_at_ = t0;
   const CollectiveArgs& a = w->args_;
-  try {
+  auto [code, why] = guarded_call(failures_, a, w->seq_, [&] {
     if (failures_.broken())
       fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(a.kind), failures_.broken_reason());
     if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
     if (w->device_ >= 0) run_device(*w, t0);
     else run_host(*w, t0);
-    w->finish(ErrorCode::kSuccess, {});
-  } catch (const Error& e) {
-    // An argument error leaves nothing in flight; anything else may have, so the communicator is
-    // broken and the other ranks are told (unless this error came from them).
-    auto [code, why] = failures_.on_failure(e, describe_call(a, w->seq_));
-    w->finish(code, why);
-  } catch (const std::exception& e) {
-    failures_.mark_broken(e.what(), true);
-    failures_.set_last_error(e.what());
-    w->finish(ErrorCode::kInternalError, e.what());
-  }
+  });
+  w->finish(code, std::move(why));
+}
+
+void Communicator::run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq, Clock::time_point start) {
+  if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
+  DirectContext ctx;
+  ctx.start = start;
+  ctx.timeout = config_.timeout;
+  ctx.abort = &failures_.abort_flag();
+  ctx.signature = call_signature(a);
+  ctx.transport = transport_.get();
+  // The watchdog's mismatch check starts after a second of waiting (SignatureCheck), so it is
+  // made only when the watchdog first runs. One pointer captured: no allocation per call.
+  struct Watch {
+    FailureWatch& failures;
+    const CollectiveArgs& a;
+    const DirectContext& ctx;
+    uint64_t seq;
+    std::optional<FailureWatch::SignatureCheck> check;
+  } watch{failures_, a, ctx, seq, std::nullopt};
+  ctx.watchdog = [w = &watch] {
+    if (!w->check) w->check.emplace(w->failures, w->seq, w->ctx.signature, true, w->ctx.start);
+    (*w->check)();
+  };
+  ctx.describe = [w = &watch] { return describe_call(w->a, w->seq); };
+  direct_->run(a, send, recv, ctx);
 }
 
 uint64_t Communicator::direct_calls() const { return direct_ ? direct_->calls() : 0; }
@@ -146,15 +219,7 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
   const CollectiveArgs& a = w.args_;
   if (direct_ && w.algo_.empty() && direct_->handles(a)) {
     // Small calls within the node: no schedule, no messages (ShmDirect).
-    DirectContext ctx;
-    ctx.deadline = t0 + config_.timeout;
-    ctx.abort = &failures_.abort_flag();
-    ctx.signature = call_signature(a);
-    ctx.transport = transport_.get();
-    FailureWatch::SignatureCheck check(failures_, w.seq_, ctx.signature, true, t0);
-    ctx.watchdog = [&check] { check(); };
-    ctx.describe = [&] { return describe_call(a, w.seq_); };
-    direct_->run(a, w.send_, w.recv_, ctx);
+    run_direct(a, w.send_, w.recv_, w.seq_, t0);
     return;
   }
   const Schedule& s = algorithms_.schedule_for(a, w.algo_);

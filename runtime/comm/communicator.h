@@ -77,9 +77,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   // Validates and starts an operation. Invalid arguments throw kInvalidArgument before anything
   // is sent. Device buffers (CUDA device or managed memory; WEFT_HAVE_NCCL builds) go to NCCL,
-  // host buffers to the host path. `stream` is the cudaStream_t of a kOnStream call.
+  // host buffers to the host path. `stream` is the cudaStream_t of a kOnStream call. kBlocking
+  // is run(): it returns nullptr once the call has finished, and throws if it failed.
   std::shared_ptr<Operation> submit(const CollectiveArgs& args, const void* send, void* recv,
                                     SubmitMode mode = SubmitMode::kBlocking, void* stream = nullptr);
+  // A blocking call: returns once it has finished, throws weft::Error if it failed. A small host
+  // call on an idle communicator with the latency path (ShmDirect) runs right here, without an
+  // Operation, a queue hand-off or a clock read unless it has to wait.
+  void run(const CollectiveArgs& args, const void* send, void* recv);
 
   // Collective: ranks with equal color form a communicator ordered by (key, rank). color < 0
   // returns nullptr.
@@ -99,7 +104,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
  private:
   explicit Communicator(CommInit init);
+  // Validates the call and checks that the communicator can take it; returns the call with its
+  // in-place flag set, and the CUDA device of its buffers (-1: host).
+  CollectiveArgs admit(const CollectiveArgs& args, const void* send, const void* recv, SubmitMode mode, void* stream,
+                       bool& on_stream, int& device);
   void execute(const std::shared_ptr<Operation>& w);
+  // The latency path for call number seq (ShmDirect). start: when the call started, or zero.
+  void run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
+                  std::chrono::steady_clock::time_point start);
   void run_host(Operation& w, std::chrono::steady_clock::time_point t0);
   // The NCCL path: creates the NCCL communicator on first use, runs w on it; a device all-reduce
   // across nodes with WEFT_GPU_HIERARCHICAL=1 takes the hierarchical path instead.
@@ -119,8 +131,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   ScratchPool scratch_;
   std::unique_ptr<OperationQueue> queue_;
   int split_count_ = 0;
-  // One Operation reused by blocking calls while nobody else holds it (no allocation, no mutex
-  // and condition variable to build and destroy per call: the latency path's per-call cost).
+  // One Operation reused by blocking calls that take the queue (no allocation, mutex and
+  // condition variable built per call); blocking calls never hand it to their caller.
   std::shared_ptr<Operation> blocking_op_;
   std::atomic<bool> blocking_op_busy_{false};
 

@@ -29,6 +29,23 @@ class OperationQueue {
   // Numbers op, stamps it with the algorithm in force, and runs it (inline when blocking and
   // idle) or queues it. A blocking call returns once op has finished.
   void submit(const std::shared_ptr<Operation>& op, bool async);
+  // A blocking call's fast path: if nothing is queued or running and the algorithm in force is
+  // the automatic one, numbers the call and runs fn(seq) on the caller's thread, returning true
+  // once it returned; otherwise returns false at once, having numbered nothing. fn must not throw.
+  template <class Fn>
+  bool run_inline(Fn&& fn) {
+    std::unique_lock<std::mutex> q(mu_);
+    if (running_ || !queue_.empty() || !algo_.empty()) return false;
+    const uint64_t seq = next_seq_++;
+    running_ = true;
+    q.unlock();
+    fn(seq);
+    q.lock();
+    running_ = false;
+    q.unlock();
+    cv_.notify_all();  // the progress thread (queued meanwhile) or wait_idle()
+    return true;
+  }
   // The algorithm id stamped on operations submitted from now on ("" = automatic).
   void set_algorithm(std::string id);
   std::string algorithm();

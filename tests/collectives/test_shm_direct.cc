@@ -94,24 +94,25 @@ TEST_P(ShmDirectPieces, EveryTypeAndOpMatchesTheReference) {
 }
 INSTANTIATE_TEST_SUITE_P(Ranks, ShmDirectPieces, ::testing::Values(2, 3, 4, 5));
 
-// Blocking calls reuse one Operation (no allocation per call), but never one a caller still
-// holds: a held result keeps its own call's arguments and outcome.
-TEST(ShmDirectPath, ABlockingCallsOperationIsReusedOnlyWhenNobodyHoldsIt) {
+// A blocking call on an idle communicator runs on the caller's thread (no Operation: submit
+// returns none); one made while asynchronous calls are queued runs after them, in order.
+TEST(ShmDirectPath, BlockingCallsRunInlineOrAfterTheQueuedOnes) {
   run_ranks(
       2, TransportKind::kShm,
       [&](Communicator& comm) {
         std::vector<float> v(16, 1.0f);
-        const CollectiveArgs a{CollectiveKind::kAllReduce, v.size(), DataType::kFloat32, RedOp::kSum, 0, false};
-        const Operation* first = comm.submit(a, v.data(), v.data()).get();  // released at once
-        std::shared_ptr<Operation> held = comm.submit(a, v.data(), v.data());
-        EXPECT_EQ(held.get(), first) << "a released blocking Operation is reused";
-        const CollectiveArgs b{CollectiveKind::kAllReduce, 8, DataType::kFloat32, RedOp::kMax, 0, false};
-        std::shared_ptr<Operation> next = comm.submit(b, v.data(), v.data());
-        EXPECT_NE(next.get(), held.get()) << "a held Operation must not be reused";
-        EXPECT_EQ(held->args().count, 16u);
-        EXPECT_EQ(held->args().op, RedOp::kSum);
-        EXPECT_TRUE(held->test());
-        EXPECT_EQ(v[0], 4.0f);  // 1 + 1, then 2 + 2, then max(4, 4)
+        const CollectiveArgs sum{CollectiveKind::kAllReduce, v.size(), DataType::kFloat32, RedOp::kSum, 0, false};
+        const CollectiveArgs prod{CollectiveKind::kAllReduce, v.size(), DataType::kFloat32, RedOp::kProd, 0, false};
+        const uint64_t before = comm.direct_calls();
+        EXPECT_EQ(comm.submit(sum, v.data(), v.data()), nullptr) << "a blocking call hands back no Operation";
+        EXPECT_EQ(v[0], 2.0f);
+        // sum then product: (2 + 2) * (2 + 2) = 16; the other order would give 2 * 2 + 2 * 2 = 8.
+        auto queued = comm.submit(sum, v.data(), v.data(), SubmitMode::kAsync);
+        comm.run(prod, v.data(), v.data());
+        EXPECT_TRUE(queued->test()) << "the blocking call ran after the queued one";
+        EXPECT_EQ(v[0], 16.0f);
+        EXPECT_EQ(v[15], 16.0f);
+        EXPECT_EQ(comm.direct_calls() - before, 3u) << "every call took the latency path";
       },
       test_config());
 }

@@ -24,7 +24,11 @@ class Store;
 class Transport;
 
 struct DirectContext {
-  std::chrono::steady_clock::time_point deadline;
+  // The call's start as far as waiting goes: set by the caller, or (left zero) by the first wait
+  // that finds a peer not there yet, so a call whose peers are all there reads no clock at all.
+  // The call fails with kTimeout once it has waited `timeout` since then.
+  mutable std::chrono::steady_clock::time_point start{};
+  std::chrono::milliseconds timeout{0};
   const std::atomic<bool>* abort = nullptr;
   std::function<void()> watchdog;          // every ~100 ms while waiting (remote failures, mismatches)
   std::function<std::string()> describe;   // the call, for errors
@@ -69,6 +73,8 @@ class ShmDirect {
   uint64_t piece_bytes_;      // 0: no larger all-reduces
   uint64_t slot_bytes_;       // max of the two
   bool oversubscribed_;
+  bool light_posts_ = false;   // post with a plain store (the sleepers fence for both: AsymmetricFence)
+  bool heavy_sleeps_ = false;  // sleepers fence for light posters
   std::chrono::microseconds spin_;
   void* base_ = nullptr;
   size_t bytes_ = 0;
