@@ -2,17 +2,22 @@
 """End-to-end PyTorch DDP training over Weft, against gloo and against compute alone (issue 21).
 
 Real models, real data movement, real DDP: each rank trains the same model on its own synthetic
-batches with SGD, one BLAS thread per rank. In one invocation the same processes run, alternated
-(the order rotates every repeat) and repeated:
+batches with SGD, one BLAS thread per rank. In one invocation the same processes run, side by side
+(step i of every mode before step i + 1 of any, the order rotating every step) and repeated:
 
   compute   the model without DDP: forward, backward, optimizer step, no communication
   gloo      DistributedDataParallel over a gloo group
   weft      DistributedDataParallel over a Weft group (frameworks/torch: shared memory on one node)
+  weft-avg  DDP over Weft with a Python comm hook averaging inside the all-reduce (ReduceOp.AVG)
+            instead of DDP's division of every gradient before it: measured slower than weft
+            (10.9 / 12.6% sync share against 6.6 / 6.6%, MLP / ResNet-18), so not the default
   weft-fp16 (with --compress) DDP over Weft with the fp16 compression comm hook (changes numerics)
 
 It prints, per model and mode, the step time (median over the repeats of each repeat's median over
-its steps, the spread over steps and over repeats; a step's time is the slowest rank's), the sync
-share (step - compute-only step of the same repeat) / step, and checks that the parameters after
+its steps, the spread over steps and over repeats; a step's time is the slowest rank's), the CPU
+time a step costs (every thread of a rank's process, the ranks' mean; median over steps), the sync
+share (step - compute-only step) / step and the speed-up against gloo, both from pairs of steps
+that ran next to each other (median over a repeat's pairs, then over repeats), and checks that the parameters after
 the steps of each repeat equal gloo's (same initial weights, same batches) within float32
 tolerance. --trace FILE writes a Chrome trace of one extra traced step per mode after its warm-up
 (forward, backward, every bucket's all-reduce from submission to completion, optimizer; DDP's
@@ -36,7 +41,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ALL_MODES = ("compute", "gloo", "weft", "weft-fp16")
+ALL_MODES = ("compute", "gloo", "weft", "weft-avg", "weft-fp16")
 
 
 # ---- models ------------------------------------------------------------------------------------
@@ -91,9 +96,10 @@ class Trace:
                                 args=args))
 
 
-def timed_allreduce_hook(trace, compress):
+def timed_allreduce_hook(trace, compress, avg):
     """A DDP comm hook doing what DDP's built-in all-reduce does (average), recording each bucket's
-    submission and completion; with compress the bucket travels as float16 (PyTorch's fp16 hook)."""
+    submission and completion; with compress the bucket travels as float16 (PyTorch's fp16 hook);
+    with avg the all-reduce averages (weft_torch.allreduce_hook) instead of a division before it."""
 
     def hook(group, bucket):
         buf = bucket.buffer()
@@ -103,8 +109,9 @@ def timed_allreduce_hook(trace, compress):
         if compress:
             wire = buf.to(torch.float16).div_(world)
         else:
-            wire = buf.div_(world)
-        fut = dist.all_reduce(wire, group=group, async_op=True).get_future()
+            wire = buf if avg else buf.div_(world)
+        op = dist.ReduceOp.AVG if avg and not compress else dist.ReduceOp.SUM
+        fut = dist.all_reduce(wire, op=op, group=group, async_op=True).get_future()
 
         def done(f):
             if trace and trace.t0 is not None:
@@ -120,72 +127,102 @@ def timed_allreduce_hook(trace, compress):
     return hook
 
 
+def avg_hook(group, bucket):
+    """DDP's average inside the all-reduce (ReduceOp.AVG), no division before it."""
+    fut = dist.all_reduce(bucket.buffer(), op=dist.ReduceOp.AVG, group=group, async_op=True).get_future()
+    return fut.then(lambda f: f.value()[0])  # a Python hook's future must hold the tensor itself
+
+
 # ---- one rank ----------------------------------------------------------------------------------
 
-def run_mode(name, mode, rank, groups, args, trace=None):
-    model, _, _, batch = build(name)
-    batch = args.batch or batch
-    data = batches(name, rank, batch)
-    if mode == "compute":
-        net = model
-    else:
-        group = groups["gloo" if mode == "gloo" else "weft"]
-        net = nn.parallel.DistributedDataParallel(model, process_group=group, bucket_cap_mb=args.bucket_cap_mb,
-                                                  gradient_as_bucket_view=True)
-        if mode == "weft-fp16" or trace is not None:  # traced: the same average, timed
-            net.register_comm_hook(group, timed_allreduce_hook(trace, mode == "weft-fp16"))
-    opt = torch.optim.SGD(net.parameters(), lr=args.lr, momentum=0.9)
-    times = []
-    # Traced: the warm-up steps, then one traced step (DDP 1.13 starts with one bucket holding every
-    # gradient and rebuilds its buckets in the order gradients became ready after the first step).
-    steps = args.warmup + (1 if trace is not None else args.steps)
-    for step in range(steps):
-        x, y = data[step % len(data)]
-        dist.barrier(group=groups["gloo"])
+class Trainer:
+    """One model in one mode on this rank: fresh weights (the same in every mode), its own
+    optimizer and its batches; step() runs one training step and returns its time."""
+
+    def __init__(self, name, mode, rank, groups, args, trace=None):
+        model, _, _, batch = build(name)
+        self.model, self.trace, self.barrier_group = model, trace, groups["gloo"]
+        self.data = batches(name, rank, args.batch or batch)
+        if mode == "compute":
+            self.net = model
+        else:
+            group = groups["gloo" if mode == "gloo" else "weft"]
+            self.net = nn.parallel.DistributedDataParallel(model, process_group=group,
+                                                           bucket_cap_mb=args.bucket_cap_mb,
+                                                           gradient_as_bucket_view=True)
+            if mode == "weft-fp16" or trace is not None:  # traced: the same average, timed
+                self.net.register_comm_hook(group, timed_allreduce_hook(trace, mode == "weft-fp16", mode == "weft-avg"))
+            elif mode == "weft-avg":
+                self.net.register_comm_hook(group, avg_hook)
+        self.opt = torch.optim.SGD(self.net.parameters(), lr=args.lr, momentum=0.9)
+        self.steps = 0
+
+    def step(self, traced=False):
+        x, y = self.data[self.steps % len(self.data)]
+        self.steps += 1
+        dist.barrier(group=self.barrier_group)  # every rank starts the step together
+        c0 = time.process_time()  # CPU time of every thread of this process
         t0 = time.perf_counter()
-        traced = trace is not None and step == steps - 1
         if traced:
-            trace.t0 = t0
-        out = net(x)
+            self.trace.t0 = t0
+        out = self.net(x)
         loss = F.cross_entropy(out, y)
         t1 = time.perf_counter()
-        opt.zero_grad(set_to_none=False)
+        self.opt.zero_grad(set_to_none=False)
         loss.backward()
         t2 = time.perf_counter()
-        opt.step()
+        self.opt.step()
         t3 = time.perf_counter()
+        c3 = time.process_time()
         if traced:
-            trace.span("forward", 0, 0, (t1 - t0) * 1e6)
-            trace.span("backward (DDP waits for its buckets at the end)", 0, (t1 - t0) * 1e6, (t2 - t0) * 1e6)
-            trace.span("optimizer", 0, (t2 - t0) * 1e6, (t3 - t0) * 1e6)
-        if step >= args.warmup:
-            times.append(t3 - t0)
-    return times, flat_params(model)
+            tr = self.trace
+            tr.span("forward", 0, 0, (t1 - t0) * 1e6)
+            tr.span("backward (DDP waits for its buckets at the end)", 0, (t1 - t0) * 1e6, (t2 - t0) * 1e6)
+            tr.span("optimizer", 0, (t2 - t0) * 1e6, (t3 - t0) * 1e6)
+            tr.t0 = None
+        return t3 - t0, c3 - c0
 
 
 def worker(rank, args, port, queue):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if args.bind:
+        cores = sorted(os.sched_getaffinity(0))
+        per = max(1, len(cores) // args.ranks)
+        first = (rank * per) % len(cores)
+        os.sched_setaffinity(0, cores[first:first + per])  # this thread's; threads made later inherit it
     torch.set_num_threads(args.threads)
     dist.init_process_group("gloo", rank=rank, world_size=args.ranks)
     groups = {"gloo": dist.group.WORLD}
     if any(m.startswith("weft") for m in args.modes):
         import weft_torch  # noqa: F401  registers the "weft" backend
         groups["weft"] = dist.new_group(backend="weft")
-    results = []  # (model, repeat, mode, [slowest rank's step time])
+    results = []  # (model, repeat, mode, [slowest rank's step time], [ranks' mean CPU time per step])
     checks = []
     for name in args.models:
         for rep in range(args.repeats):
-            k = rep % len(args.modes)
-            order = args.modes[k:] + args.modes[:k]  # rotate: every mode goes first once
-            params = {}
-            for mode in order:
-                times, p = run_mode(name, mode, rank, groups, args)
-                t = torch.tensor(times, dtype=torch.float64)
+            # Every mode's model lives side by side; step i of each runs before step i + 1 of any,
+            # the order rotating every step, so that a mode and the compute-only step it is compared
+            # with meet the same machine (these VMs' speed drifts by 2x within minutes).
+            trainers = {m: Trainer(name, m, rank, groups, args) for m in args.modes}
+            times = {m: [] for m in args.modes}
+            cpus = {m: [] for m in args.modes}
+            for step in range(args.warmup + args.steps):
+                k = step % len(args.modes)
+                for mode in args.modes[k:] + args.modes[:k]:
+                    t, c = trainers[mode].step()
+                    if step >= args.warmup:
+                        times[mode].append(t)
+                        cpus[mode].append(c)
+            for mode in args.modes:
+                t = torch.tensor(times[mode], dtype=torch.float64)
                 dist.all_reduce(t, op=dist.ReduceOp.MAX, group=groups["gloo"])
-                results.append((name, rep, mode, t.tolist()))
-                params[mode] = p
+                c = torch.tensor(cpus[mode], dtype=torch.float64)
+                dist.all_reduce(c, op=dist.ReduceOp.SUM, group=groups["gloo"])
+                results.append((name, rep, mode, t.tolist(), (c / args.ranks).tolist()))
+            params = {m: flat_params(tr.model) for m, tr in trainers.items()}
+            del trainers
             if "gloo" in params:
-                for mode in ("weft", "weft-fp16"):
+                for mode in ("weft", "weft-avg", "weft-fp16"):
                     if mode in params:
                         d = (params[mode] - params["gloo"]).abs()
                         scale = params["gloo"].abs().max().item()
@@ -193,10 +230,16 @@ def worker(rank, args, port, queue):
                                        torch.equal(params[mode], params["gloo"])))
     traces = []
     if args.trace:
+        # The warm-up steps (DDP 1.13 starts with one bucket holding every gradient and rebuilds
+        # its buckets in the order gradients became ready), then one traced step per mode.
         for name in args.models:
             for mode in args.modes:
                 tr = Trace(rank)
-                run_mode(name, mode, rank, groups, args, trace=tr)
+                trainer = Trainer(name, mode, rank, groups, args, trace=tr)
+                for _ in range(max(args.warmup, 2)):
+                    trainer.step()
+                trainer.step(traced=True)
+                del trainer
                 for e in tr.events:
                     e["pid"] = f"{name} {mode} rank {rank}"
                 traces += tr.events
@@ -212,34 +255,43 @@ def worker(rank, args, port, queue):
 # ---- report ------------------------------------------------------------------------------------
 
 def summarise(results, checks, args):
+    """Step times per repeat (median over its steps); the sync share and the speed-up against gloo
+    from pairs of steps that ran next to each other (step i of the mode and of the reference), the
+    median over a repeat's pairs, then the median (and range) over the repeats."""
     rows = []
     for name in args.models:
-        per_mode = {}
+        steps = {(rep, m): t for (n, rep, m, t, _) in results if n == name}
+        cpu = {(rep, m): c for (n, rep, m, _, c) in results if n == name}
+
+        def paired(mode, ref, f):
+            per_rep = []
+            for rep in range(args.repeats):
+                a, b = steps.get((rep, mode)), steps.get((rep, ref))
+                if a and b:
+                    per_rep.append(statistics.median(f(x, y) for x, y in zip(a, b)))
+            return per_rep
+
         for mode in args.modes:
-            reps = [(rep, statistics.median(t), min(t), max(t)) for (n, rep, m, t) in results if n == name and m == mode]
-            per_mode[mode] = reps
-        compute = {rep: med for rep, med, _, _ in per_mode.get("compute", [])}
-        for mode in args.modes:
-            reps = per_mode[mode]
-            meds = [med for _, med, _, _ in reps]
-            shares = [(med - compute[rep]) / med for rep, med, _, _ in reps if rep in compute]
+            meds = [statistics.median(steps[(rep, mode)]) for rep in range(args.repeats)]
+            every = [t for rep in range(args.repeats) for t in steps[(rep, mode)]]
             row = dict(model=name, mode=mode, ranks=args.ranks, steps=args.steps, repeats=args.repeats,
                        step_ms=1e3 * statistics.median(meds), repeat_min_ms=1e3 * min(meds),
-                       repeat_max_ms=1e3 * max(meds), step_min_ms=1e3 * min(lo for _, _, lo, _ in reps),
-                       step_max_ms=1e3 * max(hi for _, _, _, hi in reps), repeat_medians_ms=[1e3 * m for m in meds])
-            if mode != "compute" and shares:
+                       repeat_max_ms=1e3 * max(meds), step_min_ms=1e3 * min(every), step_max_ms=1e3 * max(every),
+                       repeat_medians_ms=[1e3 * m for m in meds],
+                       cpu_ms=1e3 * statistics.median(c for rep in range(args.repeats) for c in cpu[(rep, mode)]))
+            if mode != "compute" and "compute" in args.modes:
+                shares = paired(mode, "compute", lambda t, c: (t - c) / t)
                 row.update(sync_share_pct=100 * statistics.median(shares), sync_share_min_pct=100 * min(shares),
                            sync_share_max_pct=100 * max(shares))
+            if mode.startswith("weft") and "gloo" in args.modes:
+                sp = paired(mode, "gloo", lambda t, g: g / t)
+                row.update(speedup_vs_gloo=statistics.median(sp), speedup_vs_gloo_min=min(sp),
+                           speedup_vs_gloo_max=max(sp))
             rows.append(row)
-        gl = {rep: med for rep, med, _, _ in per_mode.get("gloo", [])}
-        for row in rows:
-            if row["model"] == name and row["mode"].startswith("weft") and gl:
-                sp = [gl[rep] / med for rep, med, _, _ in per_mode[row["mode"]] if rep in gl]
-                row.update(speedup_vs_gloo=statistics.median(sp), speedup_vs_gloo_min=min(sp))
     failed = []
     for name, rep, mode, maxdiff, scale, equal in checks:
         tol = args.tolerance * max(1.0, scale)
-        if mode == "weft" and maxdiff > tol:
+        if mode in ("weft", "weft-avg") and maxdiff > tol:
             failed.append(f"{name} repeat {rep}: weft's parameters differ from gloo's by {maxdiff:.3g} (> {tol:.3g})")
     return rows, failed
 
@@ -293,6 +345,8 @@ def main():
     ap.add_argument("--batch", type=int, default=0, help="per-rank batch (0 = the model's default: mlp 64, resnet18 16)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     ap.add_argument("--bucket-cap-mb", type=float, default=25)
+    ap.add_argument("--bind", action="store_true",
+                    help="bind each rank (all its threads: compute, gloo's, Weft's) to its own share of the cores")
     ap.add_argument("--lr", type=float, default=0.01)
     ap.add_argument("--tolerance", type=float, default=1e-4,
                     help="weft vs gloo: max |difference| of any parameter, relative to max(1, max |parameter|)")
@@ -346,15 +400,15 @@ def main():
     if args.json != "-":
         print(f"# PyTorch {torch.__version__} DDP, {args.ranks} ranks x {args.threads} thread(s), bucket cap "
               f"{args.bucket_cap_mb} MB, {args.steps} steps after {args.warmup} warm-up, {args.repeats} repeats "
-              f"(modes alternated); step = slowest rank; ms")
-        print(f"{'model':9s} {'mode':10s} {'step':>8s} {'repeats':>15s} {'steps':>15s} {'sync share':>16s} {'vs gloo':>12s}")
+              f"(modes interleaved step by step){' bound to cores' if args.bind else ''}; step = slowest rank; ms")
+        print(f"{'model':9s} {'mode':10s} {'step':>8s} {'repeats':>15s} {'steps':>15s} {'sync share':>16s} {'vs gloo':>17s} {'cpu/step':>9s}")
         for row in rows:
             share = (f"{row['sync_share_pct']:5.1f}% ({row['sync_share_min_pct']:.0f}-{row['sync_share_max_pct']:.0f})"
                      if "sync_share_pct" in row else "")
-            vs = f"{row['speedup_vs_gloo']:.2f}x ({row['speedup_vs_gloo_min']:.2f})" if "speedup_vs_gloo" in row else ""
+            vs = f"{row['speedup_vs_gloo']:.2f}x ({row['speedup_vs_gloo_min']:.2f}-{row['speedup_vs_gloo_max']:.2f})" if "speedup_vs_gloo" in row else ""
             print(f"{row['model']:9s} {row['mode']:10s} {row['step_ms']:8.1f} "
                   f"{row['repeat_min_ms']:7.1f}-{row['repeat_max_ms']:<7.1f} {row['step_min_ms']:7.1f}-{row['step_max_ms']:<7.1f} "
-                  f"{share:>16s} {vs:>12s}")
+                  f"{share:>16s} {vs:>17s} {row['cpu_ms']:9.1f}")
         for n, rep, m, d, s, e in r["checks"]:
             print(f"# parameters after repeat {rep} of {n}: {m} vs gloo max |diff| {d:.3g} "
                   f"(max |param| {s:.3g}){' bitwise equal' if e else ''}")
