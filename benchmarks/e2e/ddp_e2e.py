@@ -11,6 +11,9 @@ batches with SGD, one BLAS thread per rank. In one invocation the same processes
   weft-avg  DDP over Weft with a Python comm hook averaging inside the all-reduce (ReduceOp.AVG)
             instead of DDP's division of every gradient before it: measured slower than weft
             (10.9 / 12.6% sync share against 6.6 / 6.6%, MLP / ResNet-18), so not the default
+  ddp-nocomm DDP over gloo with a comm hook that sends nothing (returns the bucket as it is): what
+            DDP itself costs (autograd hooks, buckets, futures) without communication; its
+            parameters are not checked (every rank keeps its own gradients)
   weft-fp16 (with --compress) DDP over Weft with the fp16 compression comm hook (changes numerics)
 
 It prints, per model and mode, the step time (median over the repeats of each repeat's median over
@@ -41,7 +44,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ALL_MODES = ("compute", "gloo", "weft", "weft-avg", "weft-fp16")
+ALL_MODES = ("compute", "ddp-nocomm", "gloo", "weft", "weft-avg", "weft-fp16")
 
 
 # ---- models ------------------------------------------------------------------------------------
@@ -133,6 +136,13 @@ def avg_hook(group, bucket):
     return fut.then(lambda f: f.value()[0])  # a Python hook's future must hold the tensor itself
 
 
+def nocomm_hook(group, bucket):
+    """Sends nothing: DDP's own cost without communication."""
+    fut = torch.futures.Future()
+    fut.set_result(bucket.buffer())
+    return fut
+
+
 # ---- one rank ----------------------------------------------------------------------------------
 
 class Trainer:
@@ -146,7 +156,7 @@ class Trainer:
         if mode == "compute":
             self.net = model
         else:
-            group = groups["gloo" if mode == "gloo" else "weft"]
+            group = groups["weft" if mode.startswith("weft") else "gloo"]
             self.net = nn.parallel.DistributedDataParallel(model, process_group=group,
                                                            bucket_cap_mb=args.bucket_cap_mb,
                                                            gradient_as_bucket_view=True)
@@ -154,6 +164,8 @@ class Trainer:
                 self.net.register_comm_hook(group, timed_allreduce_hook(trace, mode == "weft-fp16", mode == "weft-avg"))
             elif mode == "weft-avg":
                 self.net.register_comm_hook(group, avg_hook)
+            elif mode == "ddp-nocomm":
+                self.net.register_comm_hook(group, nocomm_hook)
         self.opt = torch.optim.SGD(self.net.parameters(), lr=args.lr, momentum=0.9)
         self.steps = 0
 
