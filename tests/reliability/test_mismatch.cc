@@ -97,10 +97,14 @@ TEST_P(Mismatch, EveryRankGetsAnErrorNamingTheField) {
     SCOPED_TRACE(fmt::format("{} {} rank {}: code {} after {:.0f} ms: {}", transport_label(transport), mc.name, r,
                              static_cast<int>(o.code), o.ms, o.message));
     ASSERT_NE(o.code, ErrorCode::kSuccess);
-    if (transport == TransportKind::kInproc && std::string(mc.name) == "root" && o.code == ErrorCode::kTimeout) {
+    const bool timed_out = o.code == ErrorCode::kTimeout ||
+                           (o.code == ErrorCode::kRemoteError && o.message.find("timed out") != std::string::npos);
+    if (transport == TransportKind::kInproc && std::string(mc.name) == "root" && timed_out) {
       // Known gap (docs/RELIABILITY.md): the in-process transport completes sends eagerly, so the
       // ranks whose part is only sending move on to their next call and never stall in the same
-      // call as the root; the signature exchange cannot compare them, and the root times out.
+      // call as the root; the signature exchange cannot compare them, and the root times out. The
+      // others time out too, or (when slowed down, as under ThreadSanitizer) learn of the root's
+      // timeout through the store just before their own.
       EXPECT_NE(o.message.find("waiting for rank"), std::string::npos);
       std::printf("[ figure ] mismatch %s %s rank %d: timeout after %.0f ms (known gap)\n", transport_label(transport),
                   mc.name, r, o.ms);

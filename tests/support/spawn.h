@@ -40,8 +40,16 @@ inline std::string dump(const std::vector<RankResult>& rs) {
 // clients) can take it before rank 0 binds it, and free when picked. A random pick in 20000-50000
 // overlapped the ephemeral range and once failed a CI run ("cannot bind 0.0.0.0:44132: Address
 // already in use").
+//
+// The generator is seeded from std::random_device, the pid and the clock's nanoseconds: a seed of
+// pid ^ seconds gave two test processes started a second apart with consecutive pids the same seed,
+// hence the same port, and a CI run where one job's ranks joined the other's store.
 inline int free_port() {
-  static std::mt19937 rng(static_cast<unsigned>(getpid()) ^ static_cast<unsigned>(time(nullptr)));
+  static std::mt19937 rng([] {
+    std::seed_seq seq{std::random_device{}(), static_cast<unsigned>(getpid()),
+                      static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count())};
+    return std::mt19937(seq);
+  }());
   int low = 32768;
   if (FILE* f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
     int lo = 0, hi = 0;
@@ -64,13 +72,31 @@ inline int free_port() {
   }
 }
 
+inline std::vector<RankResult> run_job_once(int n, const std::vector<std::string>& argv,
+                                            const std::vector<std::string>& extra_env, std::chrono::seconds deadline,
+                                            const std::vector<std::pair<int, std::string>>& rank_env, int port);
+
 // extra_env applies to every rank; rank_env's {rank, "KEY=VALUE"} entries to one rank only, after it.
 inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& argv,
                                        const std::vector<std::string>& extra_env = {},
                                        std::chrono::seconds deadline = std::chrono::seconds(120),
                                        const std::vector<std::pair<int, std::string>>& rank_env = {}) {
-  int port = free_port();
-  std::string secret = "test-secret-" + std::to_string(port);
+  // Ports are picked free but may be taken before rank 0 binds (another job's socket): then the
+  // job is run again on another port, up to three times. The secret is the job's own, so that ranks
+  // can never join another job's store by its port.
+  for (int attempt = 0;; ++attempt) {
+    auto rs = run_job_once(n, argv, extra_env, deadline, rank_env, free_port());
+    const bool port_taken = !rs.empty() && rs[0].output.find("store server: cannot bind") != std::string::npos &&
+                            rs[0].output.find("Address already in use") != std::string::npos;
+    if (!port_taken || attempt == 2) return rs;
+  }
+}
+
+inline std::vector<RankResult> run_job_once(int n, const std::vector<std::string>& argv,
+                                            const std::vector<std::string>& extra_env, std::chrono::seconds deadline,
+                                            const std::vector<std::pair<int, std::string>>& rank_env, int port) {
+  static std::mt19937_64 secret_rng(std::random_device{}());
+  const std::string secret = "test-secret-" + std::to_string(getpid()) + "-" + std::to_string(secret_rng());
   std::vector<pid_t> pids(n);
   std::vector<int> fds(n);
   auto t0 = std::chrono::steady_clock::now();
