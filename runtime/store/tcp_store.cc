@@ -148,6 +148,21 @@ bool TcpStoreServer::handle_payload(Client& c, const Bytes& payload) {
         }
         break;
       }
+      case Op::kSetIfAbsent: {
+        auto it = data_.find(req.key);
+        if (it == data_.end()) {
+          size_t now = stored_bytes_.load() + req.value.size() + req.key.size();
+          if (now > kMaxStoredBytes) {
+            resp.status = Status::kError;
+            resp.error = "store full";
+            break;
+          }
+          it = data_.emplace(req.key, std::move(req.value)).first;
+          stored_bytes_ = now;
+        }
+        resp.value = it->second;
+        break;
+      }
       case Op::kGet: {
         auto it = data_.find(req.key);
         if (it == data_.end()) resp.status = Status::kMissing;
@@ -451,6 +466,12 @@ bool TcpStore::check(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   return reply_of(Op::kCheck, request(encode_request({Op::kCheck, key, {}, 0}), kRequestTimeout), where_).status ==
          Status::kOk;
+}
+
+Bytes TcpStore::set_if_absent(const std::string& key, const Bytes& value) {
+  check_key(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  return reply_of(Op::kSetIfAbsent, request(encode_request({Op::kSetIfAbsent, key, value, 0}), kRequestTimeout), where_).value;
 }
 
 void TcpStore::set_on_disconnect(const std::string& key, const Bytes& value) {

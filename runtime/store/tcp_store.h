@@ -58,6 +58,7 @@ class TcpStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override;
   bool check(const std::string& key) override;
   void erase(const std::string& key) override;
+  Bytes set_if_absent(const std::string& key, const Bytes& value) override;
   void set_on_disconnect(const std::string& key, const Bytes& value) override;
   void cancel_on_disconnect(const std::string& key) override;
   // Keeps a server alive as long as this client (rank 0 serves the store it uses).
