@@ -64,16 +64,23 @@ inline int free_port() {
   }
 }
 
-// extra_env applies to every rank; rank_env's {rank, "KEY=VALUE"} entries to one rank only, after it.
-inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& argv,
-                                       const std::vector<std::string>& extra_env = {},
-                                       std::chrono::seconds deadline = std::chrono::seconds(120),
-                                       const std::vector<std::pair<int, std::string>>& rank_env = {}) {
-  int port = free_port();
-  std::string secret = "test-secret-" + std::to_string(port);
-  std::vector<pid_t> pids(n);
-  std::vector<int> fds(n);
-  auto t0 = std::chrono::steady_clock::now();
+// A job's processes while they run.
+struct Job {
+  std::vector<pid_t> pids;
+  std::vector<int> fds;  // each rank's stdout and stderr
+  std::chrono::steady_clock::time_point t0;
+};
+
+// Starts N ranks with the WEFT_* variables of a job whose store is at 127.0.0.1:port (served by
+// rank 0 unless extra_env says WEFT_STORE_EXTERNAL=1). extra_env applies to every rank; rank_env's
+// {rank, "KEY=VALUE"} entries to one rank only, after it.
+inline Job start_job(int n, const std::vector<std::string>& argv, int port, const std::string& secret,
+                     const std::vector<std::string>& extra_env = {},
+                     const std::vector<std::pair<int, std::string>>& rank_env = {}) {
+  Job job;
+  job.pids.resize(n);
+  job.fds.resize(n);
+  job.t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < n; ++r) {
     int p[2];
     if (pipe(p) != 0) std::abort();
@@ -99,9 +106,15 @@ inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& ar
     }
     close(p[1]);
     fcntl(p[0], F_SETFL, O_NONBLOCK);
-    pids[r] = pid;
-    fds[r] = p[0];
+    job.pids[r] = pid;
+    job.fds[r] = p[0];
   }
+  return job;
+}
+
+// Collects every rank's output and status; kills whatever outlives the deadline.
+inline std::vector<RankResult> finish_job(Job& job, std::chrono::seconds deadline = std::chrono::seconds(120)) {
+  const int n = static_cast<int>(job.pids.size());
   std::vector<RankResult> out(n);
   int left = n;
   std::vector<bool> done(n, false);
@@ -109,31 +122,41 @@ inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& ar
     char buf[4096];
     for (int r = 0; r < n; ++r) {
       ssize_t k;
-      while ((k = read(fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
+      while ((k = read(job.fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
     }
     for (int r = 0; r < n; ++r) {
       if (done[r]) continue;
       int st = 0;
-      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+      if (waitpid(job.pids[r], &st, WNOHANG) == job.pids[r]) {
         done[r] = true;
         --left;
         out[r].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        out[r].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        out[r].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.t0).count();
       }
     }
-    if (std::chrono::steady_clock::now() - t0 > deadline) {
+    if (std::chrono::steady_clock::now() - job.t0 > deadline) {
       for (int r = 0; r < n; ++r)
-        if (!done[r]) kill(pids[r], SIGKILL);
+        if (!done[r]) kill(job.pids[r], SIGKILL);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   for (int r = 0; r < n; ++r) {
     char buf[4096];
     ssize_t k;
-    while ((k = read(fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
-    close(fds[r]);
+    while ((k = read(job.fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
+    close(job.fds[r]);
   }
   return out;
+}
+
+// A job whose rank 0 serves the store (plain WEFT_* variables), run to the end.
+inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& argv,
+                                       const std::vector<std::string>& extra_env = {},
+                                       std::chrono::seconds deadline = std::chrono::seconds(120),
+                                       const std::vector<std::pair<int, std::string>>& rank_env = {}) {
+  int port = free_port();
+  Job job = start_job(n, argv, port, "test-secret-" + std::to_string(port), extra_env, rank_env);
+  return finish_job(job, deadline);
 }
 
 }  // namespace weft::test
