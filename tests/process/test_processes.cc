@@ -259,6 +259,23 @@ TEST(ShrinkProcesses, Rank0DiesWithTheStoreOutsideTheRanks) {
   for (long long ms : shrink_figures(rs, {0}, "4 ranks, rank 0 killed (store outside)")) EXPECT_LT(ms, 10000) << dump(rs);
 }
 
+// The same under weftrun --keep-going, which serves the store itself: rank 0 dies, weftrun names
+// it and keeps the others running, they shrink and finish, and weftrun exits 75 (the job finished
+// on the survivors).
+TEST(ShrinkProcesses, UnderWeftrunKeepGoingRank0DiesAndTheOthersFinish) {
+  auto f = weft::test::run_process({WEFTRUN_PATH, "-np", "4", "--bind", "none", "--keep-going", "--tag-output", WEFT_TEST_RANK,
+                                    "shrink", "0"},
+                                   60);
+  EXPECT_FALSE(f.timed_out);
+  EXPECT_EQ(f.status, 75) << f.err << f.out;
+  EXPECT_TRUE(std::regex_search(f.err, std::regex("rank 0 \\(pid [0-9]+\\) was killed by signal 9"))) << f.err;
+  EXPECT_NE(f.err.find("3 of 4 ranks finished with status 0"), std::string::npos) << f.err;
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_NE(f.out.find(fmt::format("[{}] rank {}: OK shrunk", r, r)), std::string::npos) << f.out;
+    EXPECT_NE(f.out.find(fmt::format("[{}] rank {}: SHRUNK to rank {} of 3", r, r, r - 1)), std::string::npos) << f.out;
+  }
+}
+
 // A second death during the shrink ends in a group without it, never a hang: rank 2 dies in the
 // all-reduces, then rank 1 dies during the survivors' shrink, SIGKILLed by this test at a step the
 // store shows: as soon as it joined ("shrink0/j/1"), or (frozen by SIGSTOP once it joined) when
