@@ -99,6 +99,11 @@ TcpStoreServer::TcpStoreServer(std::string secret, const std::string& host, int 
 
 TcpStoreServer::~TcpStoreServer() { stop(); }
 
+void TcpStoreServer::set_notice_hook(NoticeHook hook) {
+  std::lock_guard<std::mutex> lock(hook_mu_);
+  hook_ = std::move(hook);
+}
+
 void TcpStoreServer::stop() {
   if (stopping_.exchange(true)) return;
   uint64_t one = 1;
@@ -302,6 +307,10 @@ void TcpStoreServer::run() {
           if (data_.count(key)) continue;
           WEFT_LOG_DEBUG("store server: {} vanished; setting {}", c.name, key);
           stored_bytes_ += key.size() + value.size();
+          {
+            std::lock_guard<std::mutex> lock(hook_mu_);
+            if (hook_) hook_(key, value);
+          }
           data_[key] = std::move(value);
         }
         ::close(c.fd);

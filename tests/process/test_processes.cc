@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "launcher/mpi_command.h"
 #include "launcher/run_process.h"
 #include "runtime/transport/shm/shm_transport.h"
 #include "support/spawn.h"
@@ -273,6 +274,25 @@ TEST(ShrinkProcesses, UnderWeftrunKeepGoingRank0DiesAndTheOthersFinish) {
   for (int r = 1; r < 4; ++r) {
     EXPECT_NE(f.out.find(fmt::format("[{}] rank {}: OK shrunk", r, r)), std::string::npos) << f.out;
     EXPECT_NE(f.out.find(fmt::format("[{}] rank {}: SHRUNK to rank {} of 3", r, r, r - 1)), std::string::npos) << f.out;
+  }
+}
+
+// The same through Open MPI (weftrun --mpi openmpi): weftrun serves the store there too and asks
+// mpirun to keep going (--enable-recovery); mpirun then exits 0, and weftrun learns of rank 0's
+// death from the store's notice, names it and exits 75.
+TEST(ShrinkProcesses, UnderWeftrunThroughOpenMpiRank0DiesAndTheOthersFinish) {
+  const std::string mpirun = weft::launcher::find_on_path("mpirun");
+  if (mpirun.empty() || weft::launcher::detect_mpi_flavor(mpirun) != weft::launcher::MpiFlavor::kOpenMpi)
+    GTEST_SKIP() << "Open MPI's mpirun is not on PATH";
+  auto f = weft::test::run_process({WEFTRUN_PATH, "-np", "4", "--mpi", "openmpi", "--bind", "none", "--keep-going", WEFT_TEST_RANK,
+                                    "shrink", "0"},
+                                   120);
+  EXPECT_FALSE(f.timed_out);
+  EXPECT_EQ(f.status, 75) << f.err << f.out;
+  EXPECT_TRUE(std::regex_search(f.err, std::regex("rank 0 \\(pid [0-9]+ on [^)]+\\) died"))) << f.err;
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_NE(f.out.find(fmt::format("rank {}: OK shrunk", r)), std::string::npos) << f.out;
+    EXPECT_NE(f.out.find(fmt::format("rank {}: SHRUNK to rank {} of 3", r, r - 1)), std::string::npos) << f.out;
   }
 }
 
