@@ -13,6 +13,8 @@
 //                    process's CPU time over a second of idling must stay under 1% of a core
 //   levels           ranks 2k and 2k+1 act as node k (WEFT_NODE_ID); weftCommSplitLevel's node and
 //                    rail communicators hold the expected ranks, in order, and all-reduce over them
+//   shrink-repeat N  N cycles of an abort and a shrink (nobody lost); memory and descriptors
+//                    after cycles 2, N/2 and N ("LEAK <cycle> <rss KiB> <fds>")
 //   shrink V[,V...] [S [DELAY_MS]]
 //                    ranks V SIGKILL themselves 300 ms into a loop of all-reduces; the survivors
 //                    catch the error, weftCommShrink(NULL) and check the new communicator (its
@@ -26,6 +28,7 @@
 // call must fail at once with the original cause ("rank R: AFTER <code> <ms> <message>").
 // Exit status: 0 when the mode's expectation held on this rank; the last line on stdout says
 // "rank R: <result> <code> <elapsed ms> <message>".
+#include <dirent.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -381,6 +384,62 @@ int shrink_mode(weft::Comm& world, int argc, char** argv) {
   return 0;
 }
 
+// Resident memory (KiB) and open descriptors of this process.
+std::pair<long, int> rss_and_fds() {
+  long rss = -1;
+  if (FILE* f = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "VmRSS: %ld", &rss) == 1) break;
+    std::fclose(f);
+  }
+  int fds = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d)) ++fds;
+    closedir(d);
+  }
+  return {rss, fds - 3};  // less ".", ".." and the directory's own descriptor
+}
+
+// N cycles of a failure and a shrink, nobody lost: rank (i % size) aborts its communicator, the
+// others' all-reduce fails, everyone shrinks with NULL (the aborted rank is alive: it stays) and
+// destroys the old one; each new communicator must work. Prints memory and descriptors after
+// cycles 2 (warm), N/2 and N ("LEAK <cycle> <rss KiB> <fds>").
+int shrink_repeat(weft::Comm& world, int argc, char** argv) {
+  const int cycles = argc > 2 ? std::atoi(argv[2]) : 20;
+  const int r = world.rank(), n = world.size();
+  weft::Comm cur = std::move(world);
+  std::vector<float> v(size_t{1} << 16, 1.0f);
+  double shrink_ms = 0;
+  for (int i = 1; i <= cycles; ++i) {
+    cur.all_reduce(v.data(), v.data(), 16, weft::Float32, weft::Sum);
+    if (r == i % n) cur.abort();
+    try {
+      cur.all_reduce(v.data(), v.data(), v.size(), weft::Float32, weft::Sum);
+      std::printf("rank %d: NO-ERROR in cycle %d\n", r, i);
+      return 1;
+    } catch (const weft::Error&) {
+    }
+    const auto t0 = Clock::now();
+    weft::Comm next = cur.shrink();
+    shrink_ms += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    cur = std::move(next);  // destroys the old one
+    if (cur.size() != n || cur.rank() != r) {
+      std::printf("rank %d: WRONG cycle %d: rank %d of %d\n", r, i, cur.rank(), cur.size());
+      return 1;
+    }
+    float x = 1.0f;
+    cur.all_reduce(&x, &x, 1, weft::Float32, weft::Sum);
+    if (x != static_cast<float>(n)) return 1;
+    if (i == 2 || i == cycles / 2 || i == cycles) {
+      auto [rss, fds] = rss_and_fds();
+      std::printf("rank %d: LEAK %d %ld %d\n", r, i, rss, fds);
+    }
+  }
+  std::printf("rank %d: OK %d shrinks, %.1f ms each on average\n", r, cycles, shrink_ms / cycles);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -398,10 +457,11 @@ int main(int argc, char** argv) {
              : !std::strcmp(mode, "levels")      ? levels(comm)
              : !std::strcmp(mode, "idle")        ? idle(comm)
              : !std::strcmp(mode, "shrink")      ? shrink_mode(comm, argc, argv)
+             : !std::strcmp(mode, "shrink-repeat") ? shrink_repeat(comm, argc, argv)
                                                  : expect_failure(comm, mode);
     std::fflush(stdout);
     if (std::strcmp(mode, "check") != 0 && std::strcmp(mode, "argerror") != 0 && std::strcmp(mode, "levels") != 0 &&
-        std::strcmp(mode, "idle") != 0 && std::strcmp(mode, "shrink") != 0)
+        std::strcmp(mode, "idle") != 0 && std::strcmp(mode, "shrink") != 0 && std::strcmp(mode, "shrink-repeat") != 0)
       _exit(rc);  // a broken communicator: leave without teardown
     return rc;
   } catch (const weft::Error& e) {
