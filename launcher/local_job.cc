@@ -123,6 +123,7 @@ int run_local(const LaunchOptions& o, const NodeTopology& topo) {
   so.tag_output = o.tag_output;
   so.timeout_s = o.timeout_s;
   so.verbose = o.verbose;
+  so.keep_going = o.keep_going;
   int rc = supervise(procs, so);
   server.stop();
   return rc;

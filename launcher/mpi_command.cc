@@ -143,6 +143,7 @@ std::vector<std::string> build_mpi_command(const LaunchOptions& o, MpiFlavor fla
       cmd.insert(cmd.end(), {"--map-by", "numa", "--bind-to", oversubscribed ? "numa:overload-allowed" : "numa"});
     }
     if (o.tag_output) cmd.push_back("--tag-output");
+    if (ctx.keep_going) cmd.push_back("--enable-recovery");
     for (const auto& [name, value] : env) cmd.insert(cmd.end(), {"-x", value ? name + "=" + *value : name});
   } else {
     cmd.insert(cmd.end(), {"-n", std::to_string(o.np)});
@@ -159,6 +160,7 @@ std::vector<std::string> build_mpi_command(const LaunchOptions& o, MpiFlavor fla
     if (!o.hostfile.empty()) cmd.insert(cmd.end(), {"-f", o.hostfile});
     if (bind != BindMode::kNone) cmd.insert(cmd.end(), {"-bind-to", bind == BindMode::kCores ? "core" : "numa"});
     if (o.tag_output) cmd.push_back("-prepend-rank");
+    if (ctx.keep_going) cmd.push_back("-disable-auto-cleanup");
   }
   cmd.insert(cmd.end(), o.program.begin(), o.program.end());
   return cmd;

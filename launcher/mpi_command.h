@@ -33,8 +33,12 @@ LaunchPlan decide_launch(const LaunchOptions& o);
 struct MpiContext {
   bool as_root = false;
   int local_cores = 1;  // slots when no host is given
-  // Variables forwarded by name from weftrun's environment (WEFT_* settings), in order.
+  // Variables forwarded by name from weftrun's environment (WEFT_* settings, and the store's
+  // address and secret that weftrun sets for the launcher), in order.
   std::vector<std::string> forward;
+  // --keep-going: the launcher must not tear the job down when a rank dies (Open MPI
+  // --enable-recovery, MPICH -disable-auto-cleanup).
+  bool keep_going = false;
 };
 
 // The job identity variables weftrun sets itself; never forwarded from its own environment.

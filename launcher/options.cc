@@ -117,6 +117,8 @@ std::optional<LaunchOptions> parse_command_line(int argc, const char* const* arg
   app.add_option("--timeout", o.timeout_s, "stop the job after this many seconds");
   app.add_option("--timeline", o.timeline, "per-rank timeline path (%r or {rank} = rank; else suffixed)");
   app.add_flag("--tag-output", o.tag_output, "prefix every output line with [rank]");
+  app.add_flag("--keep-going", o.keep_going,
+               "when a rank dies, report it and keep the others running (weftCommShrink); exit 75 if the others finish");
   app.add_flag("--dry-run", o.dry_run, "print what would be run and exit");
   app.add_flag("--verbose", o.verbose, "explain decisions and bindings on stderr");
   std::vector<std::string> rev(args.rbegin(), args.rend());

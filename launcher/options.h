@@ -28,6 +28,7 @@ struct LaunchOptions {
   double timeout_s = 0;          // 0: none
   std::string timeline;
   bool tag_output = false, dry_run = false, verbose = false;
+  bool keep_going = false;       // --keep-going: a rank's death does not stop the others
   std::vector<std::string> program;  // program and its arguments
 };
 

@@ -160,6 +160,23 @@ pid_t start(const ProcessSpec& spec, Child& child, bool tag) {
   return pid;
 }
 
+// The status of a --keep-going job in which some processes failed (see spawner.h), and its summary.
+int keep_going_status(const std::vector<int>& statuses, const std::vector<std::string>& lost) {
+  int finished = 0, first_exit = 0, first_signal = 0;
+  for (int st : statuses) {
+    if (st < 0) continue;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0) finished++;
+    else if (WIFEXITED(st) && !first_exit) first_exit = WEXITSTATUS(st);
+    else if (WIFSIGNALED(st) && !first_signal) first_signal = exit_code_of(st);
+  }
+  const int result = first_exit ? first_exit : finished > 0 ? kFinishedWithLostRanks : first_signal;
+  std::string names;
+  for (const std::string& l : lost) names += (names.empty() ? "" : "; ") + l;
+  say(fmt::format("--keep-going: {} of {} ranks finished with status 0; lost: {}; exit status {}", finished, statuses.size(), names,
+                  result));
+  return result;
+}
+
 }  // namespace
 
 void block_job_signals() {
@@ -179,6 +196,10 @@ int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opt
   std::vector<Child> children(procs.size());
   bool stopping = false;  // teardown started: later exits are consequences, not causes
   int result = 0;
+  // --keep-going: how the processes ended (-1: still running or not started).
+  std::vector<int> statuses(procs.size(), -1);
+  std::vector<std::string> lost;  // "rank 1 (pid 123) was killed by signal 9 (Killed) after 1.2 s"
+  const auto started = Clock::now();
   Clock::time_point kill_at = Clock::time_point::max();
   Clock::time_point timeout_at = Clock::time_point::max();
   if (opts.timeout_s > 0) {
@@ -250,9 +271,15 @@ int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opt
       for (size_t i = 0; i < children.size(); ++i) {
         if (children[i].pid != pid) continue;
         children[i].alive = false;
+        statuses[i] = status;
         bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         if (opts.verbose) say(fmt::format("{} (pid {}) {}", procs[i].label, pid, describe_status(status)));
-        if (failed && !stopping) {
+        if (failed && !stopping && opts.keep_going) {
+          const double after = std::chrono::duration<double>(Clock::now() - started).count();
+          lost.push_back(fmt::format("{} (pid {}) {} after {:.1f} s", procs[i].label, pid, describe_status(status), after));
+          say(fmt::format("{}{}", lost.back(), alive_count() > 0 ? "; the other ranks keep running (--keep-going)" : ""));
+          ::kill(-pid, SIGKILL);  // what it started in its process group goes with it
+        } else if (failed && !stopping) {
           bool others = alive_count() > 0;
           say(fmt::format("{} (pid {}) {}{}", procs[i].label, pid, describe_status(status),
                           others ? "; stopping the other ranks" : ""));
@@ -275,6 +302,7 @@ int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opt
   }
   // Leftovers: whatever a failed job's ranks started in their groups goes too.
   if (stopping) signal_all(SIGKILL);
+  if (!stopping && !lost.empty()) result = keep_going_status(statuses, lost);
   for (Child& c : children) {
     for (Stream* s : {&c.out, &c.err}) {
       if (s->fd >= 0) {

@@ -24,7 +24,14 @@ struct SuperviseOptions {
   double timeout_s = 0;  // 0: none
   std::chrono::milliseconds grace{3000};
   bool verbose = false;
+  // --keep-going: a process that fails is reported (and what it started in its group killed),
+  // the others keep running; the status then says how the job ended (below).
+  bool keep_going = false;
 };
+
+// weftrun's status with --keep-going when some ranks died (by a signal) but every other rank
+// exited 0: the job finished on the survivors.
+inline constexpr int kFinishedWithLostRanks = 75;
 
 // Blocks SIGCHLD, SIGINT, SIGTERM and SIGHUP in the calling thread (and the threads it starts
 // later): call first thing in main, before any thread exists, so that supervise() can take them
@@ -33,7 +40,10 @@ void block_job_signals();
 
 // Starts every process, waits for all of them and returns weftrun's exit status: 0 when all exit 0;
 // else the status of the first to fail (128+N for signal N), 128+N when weftrun got signal N, 124
-// on timeout, 127 when a process cannot be started.
+// on timeout, 127 when a process cannot be started. With keep_going, once every process has
+// ended: the status of the first that exited non-zero by itself (exit(n): the program failed),
+// else kFinishedWithLostRanks when some died by a signal and the others exited 0, else (all
+// died) the first one's 128+N.
 int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opts);
 
 }  // namespace weft::launcher

@@ -3,12 +3,14 @@
 
 #include <iostream>
 
+#include "launcher/job_store.h"
 #include "launcher/local_job.h"
 #include "launcher/mpi_command.h"
 #include "launcher/node_topology.h"
 #include "launcher/options.h"
 #include "launcher/spawner.h"
 #include "runtime/base/error.h"
+#include "runtime/bootstrap/bootstrap.h"
 
 extern char** environ;
 
@@ -16,10 +18,15 @@ using namespace weft::launcher;
 
 namespace {
 
+// The store's variables, set for the MPI launcher and forwarded by name (the secret never
+// appears on a command line).
+const char* const kStoreVars[] = {"WEFT_MASTER_ADDR", "WEFT_MASTER_PORT", "WEFT_JOB_SECRET", "WEFT_STORE_EXTERNAL"};
+
 int run_mpi(const LaunchOptions& o, const LaunchPlan& plan, const NodeTopology& topo) {
   MpiContext ctx;
   ctx.as_root = ::geteuid() == 0;
   ctx.local_cores = topo.cores > 0 ? topo.cores : 1;
+  ctx.keep_going = o.keep_going;
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     std::string name = kv.substr(0, kv.find('='));
@@ -27,23 +34,46 @@ int run_mpi(const LaunchOptions& o, const LaunchPlan& plan, const NodeTopology& 
       ctx.forward.push_back(name);
     }
   }
+  ctx.forward.insert(ctx.forward.end(), std::begin(kStoreVars), std::end(kStoreVars));
   std::vector<std::string> cmd = build_mpi_command(o, plan.flavor, plan.mpirun, ctx);
   if (o.dry_run) {
     std::cout << shell_join(cmd) << "\n";
     return 0;
   }
   if (o.verbose) std::cerr << "weftrun: " << shell_join(cmd) << "\n";
+  // weftrun serves the job's store itself (docs/LAUNCHING.md): on loopback when every host is
+  // this machine, else on every interface, published as WEFT_SOCKET_IFNAME's address.
+  bool all_local = true;
+  for (const HostSlots& h : o.hosts) all_local = all_local && is_local_host(h.host);
+  JobStore store(all_local ? "127.0.0.1" : "0.0.0.0", o.keep_going);
+  const std::string addr = all_local ? "127.0.0.1" : weft::local_address(weft::process_env());
+  if (o.verbose) std::cerr << "weftrun: store at " << addr << ":" << store.port() << "\n";
   ProcessSpec p;
   p.label = plan.mpirun;
   p.path = find_on_path(plan.mpirun);
   p.argv = cmd;
-  for (char** e = environ; *e; ++e) p.env.push_back(*e);
+  for (char** e = environ; *e; ++e) {
+    const std::string kv = *e;
+    if (!is_job_identity_var(kv.substr(0, kv.find('=')))) p.env.push_back(kv);
+  }
+  for (const std::string& kv : {"WEFT_MASTER_ADDR=" + addr, "WEFT_MASTER_PORT=" + std::to_string(store.port()),
+                                "WEFT_JOB_SECRET=" + store.secret(), std::string("WEFT_STORE_EXTERNAL=1")})
+    p.env.push_back(kv);
   p.inherit_stdin = true;  // mpirun forwards stdin to rank 0 itself
   SuperviseOptions so;
   so.timeout_s = o.timeout_s;
   so.verbose = o.verbose;
   so.grace = std::chrono::milliseconds(10000);  // mpirun needs time to tear down remote daemons
-  return supervise({p}, so);
+  int rc = supervise({p}, so);
+  // Asked to keep going, mpirun exits 0 even when ranks died: the store's notices tell.
+  const std::vector<std::string> deaths = store.deaths();
+  if (o.keep_going && !deaths.empty() && rc == 0) {
+    std::string names;
+    for (const std::string& d : deaths) names += (names.empty() ? "" : "; ") + d;
+    std::cerr << "weftrun: --keep-going: the job finished; lost: " << names << "; exit status " << kFinishedWithLostRanks << "\n";
+    rc = kFinishedWithLostRanks;
+  }
+  return rc;
 }
 
 }  // namespace

@@ -10,6 +10,8 @@
 #include "frameworks/torch/tensors.h"
 #include "runtime/base/error.h"
 #include "runtime/base/log.h"
+#include "runtime/bootstrap/job_env.h"
+#include "runtime/store/tcp_store.h"
 
 namespace weft::torch_backend {
 namespace {
@@ -19,6 +21,22 @@ using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 // The completion queues of the live groups, for drain_all().
 std::mutex g_live_mu;
 std::vector<std::weak_ptr<void>> g_live;
+
+// The job's own store when a launcher serves it outside the ranks (weftrun: WEFT_STORE_EXTERNAL=1
+// with WEFT_MASTER_ADDR, WEFT_MASTER_PORT, WEFT_JOB_SECRET), one connection per process shared by
+// every group; nullptr otherwise (the group then meets in torch's store).
+std::shared_ptr<weft::Store> job_store_from_env() {
+  static std::mutex mu;
+  static std::shared_ptr<weft::Store> store;
+  std::lock_guard<std::mutex> lock(mu);
+  if (store) return store;
+  const char* external = std::getenv("WEFT_STORE_EXTERNAL");
+  if (!external || std::string(external) != "1") return nullptr;
+  const weft::JobInfo job = weft::detect_job(weft::process_env());
+  if (job.master_addr.empty() || job.secret.empty()) return nullptr;
+  store = std::make_shared<weft::TcpStore>(job.master_addr, job.master_port, job.secret, weft::CommConfig::from_env(weft::process_env()).timeout);
+  return store;
+}
 }  // namespace
 
 // ---- WorkWeft -------------------------------------------------------------------------------
@@ -76,12 +94,22 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
     if ((!env_timeout || !*env_timeout) && timeout.count() > 0) init.config.timeout = timeout;
     // torch hands every group a store under the group's own prefix; "weft" keeps Weft's keys apart
     // from torch's own and from another backend's on the same group.
-    init.store = std::make_shared<PrefixStore>(std::make_shared<TorchStoreAdapter>(store), "weft");
+    auto torch_store = std::make_shared<PrefixStore>(std::make_shared<TorchStoreAdapter>(store), "weft");
     // Ranks reach the creator seconds apart (imports, data loading): wait for all of them with the
     // group's timeout, so that a short WEFT_TIMEOUT_MS only bounds Weft's own exchanges after.
     auto join_timeout = timeout.count() > 0 ? timeout : init.config.timeout;
-    if (init.store->add("join", 1) == size) init.store->set("joined", to_bytes("1"));
-    init.store->wait({"joined"}, std::max(join_timeout, init.config.timeout));
+    if (torch_store->add("join", 1) == size) torch_store->set("joined", to_bytes("1"));
+    torch_store->wait({"joined"}, std::max(join_timeout, init.config.timeout));
+    init.store = torch_store;
+    // Under weftrun the job's store lives outside the ranks (torch's TCPStore dies with rank 0):
+    // the communicator meets there instead, under a prefix of its own that the group's rank 0
+    // draws and hands out through torch's store. Deaths are then seen at once (disconnect
+    // notices), and a shrink works whichever rank died (docs/PYTORCH.md, "Surviving a failure").
+    if (auto job = job_store_from_env()) {
+      if (rank == 0) torch_store->set("job_group", to_bytes(std::to_string(job->add("torch/groups", 1))));
+      const std::string id = to_string(torch_store->get("job_group", std::max(join_timeout, init.config.timeout)));
+      init.store = std::make_shared<PrefixStore>(job, "torch/g" + id);
+    }
     init.rank = rank;
     init.size = size;
     init.transport = TransportKind::kUcx;
@@ -90,13 +118,35 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "weft: could not create the process group (rank ", rank, " of ", size, "): ", e.what());
   }
-  completer_ = std::thread([c = completions_, r = rank] { completion_loop(c, r); });
-  {
-    std::lock_guard<std::mutex> lock(g_live_mu);
-    std::erase_if(g_live, [](const std::weak_ptr<void>& w) { return w.expired(); });
-    g_live.push_back(completions_);
-  }
+  start_completions();
   init();
+}
+
+ProcessGroupWeft::ProcessGroupWeft(std::shared_ptr<weft::Communicator> comm)
+    : c10d::ProcessGroup(comm->rank(), comm->size()), comm_(std::move(comm)) {
+  start_completions();
+  init();
+}
+
+void ProcessGroupWeft::start_completions() {
+  completer_ = std::thread([c = completions_, r = rank_] { completion_loop(c, r); });
+  std::lock_guard<std::mutex> lock(g_live_mu);
+  std::erase_if(g_live, [](const std::weak_ptr<void>& w) { return w.expired(); });
+  g_live.push_back(completions_);
+}
+
+std::pair<c10::intrusive_ptr<c10d::ProcessGroup>, std::vector<int>> ProcessGroupWeft::shrink(
+    const c10::intrusive_ptr<c10d::ProcessGroup>& group, const std::optional<std::vector<int>>& exclude) {
+  auto* self = dynamic_cast<ProcessGroupWeft*>(group.get());
+  TORCH_CHECK(self, "weft: shrink_group takes a group of the weft backend (got ", group ? group->getBackendName() : "None", ")");
+  std::shared_ptr<weft::Communicator> child;
+  try {
+    child = self->comm_->shrink(exclude);
+  } catch (const std::exception& e) {
+    TORCH_CHECK(false, "weft: ", e.what());
+  }
+  std::vector<int> members = child->shrunk_from();
+  return {c10::make_intrusive<ProcessGroupWeft>(std::move(child)), std::move(members)};
 }
 
 ProcessGroupWeft::~ProcessGroupWeft() {

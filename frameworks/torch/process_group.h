@@ -16,7 +16,10 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "runtime/comm/communicator.h"
 
@@ -56,8 +59,18 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
                    std::chrono::milliseconds timeout);
   ~ProcessGroupWeft() override;
 
+  // The group of a communicator made elsewhere (shrink()).
+  explicit ProcessGroupWeft(std::shared_ptr<weft::Communicator> comm);
+
   static c10::intrusive_ptr<c10d::ProcessGroup> create(const c10::intrusive_ptr<c10d::Store>& store, int rank,
                                                        int size, const std::chrono::duration<float>& timeout);
+
+  // weft_torch.shrink_group: collective over the survivors (weftCommShrink on this group's
+  // communicator, exclude as there: group ranks, or nullopt for the ranks that failed). Returns
+  // the new group and the rank in this group of each of its ranks. Afterwards this group refuses
+  // every collective.
+  static std::pair<c10::intrusive_ptr<c10d::ProcessGroup>, std::vector<int>> shrink(
+      const c10::intrusive_ptr<c10d::ProcessGroup>& group, const std::optional<std::vector<int>>& exclude);
 
   const std::string getBackendName() const override { return "weft"; }
 
@@ -119,6 +132,8 @@ class ProcessGroupWeft : public c10d::ProcessGroup {
     bool stop = false;
   };
   static void completion_loop(const std::shared_ptr<Completions>& c, int rank);
+  // Starts the completion thread and registers the group for drain_all().
+  void start_completions();
 
   std::shared_ptr<weft::Communicator> comm_;
   std::shared_ptr<Completions> completions_ = std::make_shared<Completions>();

@@ -61,6 +61,10 @@ bool TorchStoreAdapter::check(const std::string& key) {
   return guarded("check", key, [&] { return store_->check({key}); });
 }
 
+Bytes TorchStoreAdapter::set_if_absent(const std::string& key, const Bytes& value) {
+  return guarded("compareSet", key, [&] { return store_->compareSet(key, {}, value); });
+}
+
 void TorchStoreAdapter::erase(const std::string& key) {
   guarded("erase", key, [&] { store_->deleteKey(key); });
 }

@@ -22,6 +22,8 @@ class TorchStoreAdapter : public weft::Store {
   int64_t add(const std::string& key, int64_t delta) override;
   bool check(const std::string& key) override;
   void erase(const std::string& key) override;
+  // c10d's compareSet(key, {}, value): sets key when absent and returns what it holds.
+  Bytes set_if_absent(const std::string& key, const Bytes& value) override;
   // set_on_disconnect: c10d stores cannot announce a vanished client, so the default (ignore) is
   // kept; a dead peer is found by Weft's timeout (WEFT_TIMEOUT_MS) or by UCX (WEFT_UCX_ERR_MODE).
 

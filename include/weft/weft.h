@@ -97,6 +97,23 @@ WEFT_API weftResult_t weftCommAbort(weftComm_t comm);
 /// Destroys comm, waiting for its operations; the handle is invalid afterwards.
 WEFT_API weftResult_t weftCommDestroy(weftComm_t comm);
 
+/* ---- Surviving a rank failure (docs/RELIABILITY.md, "Shrink") ------------------------------ */
+/// Builds a new communicator of the ranks that survive, numbered densely in their order in comm,
+/// with its own topology, plans and transports. Called by every surviving rank (an excluded rank
+/// must not call it); works on a communicator that has failed and on a healthy one (which first
+/// finishes the operations queued on it). excludeRanks/excludeCount: the ranks to leave out,
+/// the same list on every survivor (weftInvalidUsage when they differ); excludeRanks = NULL (or
+/// excludeCount = 0): the ranks comm saw fail, agreed among the survivors, so that all build the
+/// same group even if they noticed different failures first. A rank that dies during the shrink
+/// is left out too (NULL) or ends the call with weftRemoteError on every survivor (a list).
+/// Afterwards comm can only be destroyed (every other call is weftInvalidUsage). Needs the job's
+/// store, which weftrun serves outside the ranks (docs/LAUNCHING.md). weftInvalidArgument for an
+/// entry out of range, twice, or this rank.
+WEFT_API weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int excludeCount, weftComm_t* newcomm);
+/// The ranks of comm known to have died (their store connection closed, or the transport saw
+/// them fail), ascending. ranks: room for weftCommCount entries, or NULL to get only *count.
+WEFT_API weftResult_t weftCommGetFailedRanks(weftComm_t comm, int* ranks, int* count);
+
 /* ---- Requests ----------------------------------------------------------------------------- */
 /// Waits for a request to finish, at most timeout_ms (negative: the communicator's timeout).
 /// Frees the request when it returns anything but weftTimeout.

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace weft {
 
@@ -122,6 +123,21 @@ class Comm {
     weftComm_t n = nullptr;
     detail::check(weftCommSplitLevel(c_, level, &n), c_);
     return Comm(n);
+  }
+  // weftCommShrink: the survivors' communicator. exclude empty: the ranks that failed, agreed
+  // among the survivors; else the ranks to leave out (the same on every survivor).
+  Comm shrink(const std::vector<int>& exclude = {}) const {
+    weftComm_t n = nullptr;
+    detail::check(weftCommShrink(c_, exclude.empty() ? nullptr : exclude.data(), static_cast<int>(exclude.size()), &n), c_);
+    return Comm(n);
+  }
+  // weftCommGetFailedRanks: the ranks known to have died, ascending.
+  std::vector<int> failed_ranks() const {
+    std::vector<int> ranks(static_cast<size_t>(size()));
+    int n = 0;
+    detail::check(weftCommGetFailedRanks(c_, ranks.data(), &n), c_);
+    ranks.resize(static_cast<size_t>(n));
+    return ranks;
   }
   void abort() { detail::check(weftCommAbort(c_), c_); }
   // weftCommSetAlgorithm: "" restores the automatic choice.

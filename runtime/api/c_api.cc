@@ -2,8 +2,10 @@
 // waited twice is an error, not a crash), and weft::Error -> weftResult_t.
 #include <weft/weft.h>
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 #include <unordered_set>
 
 #include "runtime/bootstrap/bootstrap.h"
@@ -228,6 +230,33 @@ weftResult_t weftCommDestroy(weftComm_t comm) {
     }
     delete comm;
     c->destroy();
+  });
+}
+
+weftResult_t weftCommShrink(weftComm_t comm, const int* excludeRanks, int excludeCount, weftComm_t* newcomm) {
+  if (!newcomm) return record(comm, weftInvalidArgument, "weftCommShrink: newcomm is NULL");
+  *newcomm = nullptr;
+  return guarded(comm, [&] {
+    auto c = live(comm, "weftCommShrink");
+    if (excludeCount < 0) throw Error(ErrorCode::kInvalidArgument, fmt::format("weftCommShrink: excludeCount is {}", excludeCount));
+    if (excludeCount > 0 && !excludeRanks)
+      throw Error(ErrorCode::kInvalidArgument, fmt::format("weftCommShrink: excludeRanks is NULL but excludeCount is {}", excludeCount));
+    std::optional<std::vector<int>> exclude;
+    if (excludeCount > 0) exclude.emplace(excludeRanks, excludeRanks + excludeCount);
+    auto impl = c->shrink(exclude);
+    auto* n = new weftComm{std::move(impl)};
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_comms.insert(n);
+    *newcomm = n;
+  });
+}
+
+weftResult_t weftCommGetFailedRanks(weftComm_t comm, int* ranks, int* count) {
+  if (!count) return record(comm, weftInvalidArgument, "weftCommGetFailedRanks: count is NULL");
+  return guarded(comm, [&] {
+    std::vector<int> failed = live(comm, "weftCommGetFailedRanks")->failed_ranks();
+    *count = static_cast<int>(failed.size());
+    if (ranks) std::copy(failed.begin(), failed.end(), ranks);
   });
 }
 

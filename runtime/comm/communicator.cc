@@ -19,6 +19,13 @@ namespace weft {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+[[noreturn]] void fail_shrunk(std::string_view what) {
+  fail(ErrorCode::kInvalidUsage, "{}: the communicator was shrunk (weftCommShrink): use the new one; this one can only be destroyed",
+       what);
+}
+}  // namespace
+
 Communicator::Communicator(CommInit init)
     : init_(std::move(init)),
       config_(init_.config),
@@ -108,6 +115,7 @@ CollectiveArgs Communicator::admit(const CollectiveArgs& args_in, const void* se
     std::lock_guard<std::mutex> lock(destroy_mu_);
     if (destroyed_) fail(ErrorCode::kInvalidUsage, "{}: the communicator was destroyed", collective_name(args.kind));
   }
+  if (shrunk()) fail_shrunk(collective_name(args.kind));
   if (failures_.broken())
     fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(args.kind), failures_.broken_reason());
   return args;
@@ -239,6 +247,7 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
 }
 
 std::shared_ptr<Communicator> Communicator::split(int color, int key) {
+  if (shrunk()) fail_shrunk("weftCommSplit");
   int id = split_count_++;
   std::string prefix = fmt::format("split{}", id);
   Bytes mine = to_bytes(fmt::format("{} {}", color, key));
@@ -292,6 +301,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
 }
 
 void Communicator::set_algorithm(const std::string& id) {
+  if (shrunk()) fail_shrunk("weftCommSetAlgorithm");
   AlgorithmChoice::check_id(id, "weftCommSetAlgorithm");
   queue_->set_algorithm(id);
 }
@@ -312,12 +322,7 @@ void Communicator::abort(const std::string& why) {
 #endif
 }
 
-void Communicator::destroy() {
-  {
-    std::lock_guard<std::mutex> lock(destroy_mu_);
-    if (destroyed_) return;
-    destroyed_ = true;
-  }
+void Communicator::release() {
   queue_->stop();
   {
     std::lock_guard<std::mutex> lock(nccl_mu_);
@@ -327,6 +332,15 @@ void Communicator::destroy() {
   direct_.reset();
   transport_.reset();
   failures_.disarm_death_notice();
+}
+
+void Communicator::destroy() {
+  {
+    std::lock_guard<std::mutex> lock(destroy_mu_);
+    if (destroyed_) return;
+    destroyed_ = true;
+  }
+  release();
   if (init_.world) {
     // Rank 0 serves the store: keep it up until every rank has left, or a few seconds have passed.
     try {

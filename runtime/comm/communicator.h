@@ -9,7 +9,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "collectives/collective.h"
 #include "runtime/base/config.h"
@@ -71,7 +73,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int num_nodes() const { return members_.num_nodes; }
   const Membership& members() const { return members_; }
   const CommConfig& config() const { return config_; }
-  const char* transport_name() const { return transport_->name(); }
+  const char* transport_name() const { return transport_ ? transport_->name() : "none"; }
   // Calls that took the shared-memory latency path (ShmDirect) so far.
   uint64_t direct_calls() const;
 
@@ -102,6 +104,19 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Waits for queued operations, then releases the transport.
   void destroy();
 
+  // weftCommShrink (shrink.cc, the protocol in shrink.h): collective over the survivors. Returns
+  // the communicator of the ranks that are not excluded, numbered densely in their order here:
+  // `exclude` (every survivor passes the same list), or nullopt for the ranks this communicator
+  // saw fail, agreed among the survivors. Works on a broken and on a healthy communicator (which
+  // finishes its queued operations first). Afterwards this one can only be destroyed; its
+  // transport is released at once.
+  std::shared_ptr<Communicator> shrink(const std::optional<std::vector<int>>& exclude);
+  // The ranks known to have died: the store's death markers and what the transport saw.
+  std::vector<int> failed_ranks();
+  bool shrunk() const { return shrunk_.load(std::memory_order_acquire); }
+  // For a communicator made by shrink(): the rank each of its ranks had in the one shrunk.
+  const std::vector<int>& shrunk_from() const { return shrunk_from_; }
+
  private:
   explicit Communicator(CommInit init);
   // Validates the call and checks that the communicator can take it; returns the call with its
@@ -112,6 +127,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // The latency path for call number seq (ShmDirect). start: when the call started, or zero.
   void run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
                   std::chrono::steady_clock::time_point start);
+  // Stops the queue (after what it holds), releases NCCL, the direct path and the transport, and
+  // withdraws this rank's death notice: destroy() and a successful shrink.
+  void release();
   void run_host(Operation& w, std::chrono::steady_clock::time_point t0);
   // The NCCL path: creates the NCCL communicator on first use, runs w on it; a device all-reduce
   // across nodes with WEFT_GPU_HIERARCHICAL=1 takes the hierarchical path instead.
@@ -144,6 +162,15 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   std::mutex destroy_mu_;
   bool destroyed_ = false;
+
+  // weftCommShrink (shrink.cc).
+  std::vector<int> local_failures() const;  // the peers the transport saw fail
+  std::shared_ptr<Communicator> make_shrunk(const std::vector<int>& members, std::shared_ptr<Store> store);
+  void retire();  // after a successful shrink: releases the transport, refuses every later call
+  std::mutex shrink_mu_;
+  int shrink_attempts_ = 0;
+  std::atomic<bool> shrunk_{false};
+  std::vector<int> shrunk_from_;
 };
 
 }  // namespace weft

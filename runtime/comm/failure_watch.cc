@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "collectives/collective.h"
 #include "runtime/base/log.h"
 #include "runtime/comm/membership.h"
@@ -14,16 +16,37 @@ using Clock = std::chrono::steady_clock;
 FailureWatch::FailureWatch(std::shared_ptr<Store> store, int rank, int size) : store_(std::move(store)), rank_(rank), size_(size) {}
 
 void FailureWatch::arm_death_notice() {
-  store_->set_on_disconnect("abort", to_bytes(fmt::format("rank {} (pid {} on {}) died: its connection to the store closed "
-                                                          "while the communicator was in use", rank_, getpid(), host_name())));
+  const std::string who = fmt::format("rank {} (pid {} on {}) died", rank_, getpid(), host_name());
+  store_->set_on_disconnect("abort", to_bytes(who + ": its connection to the store closed while the communicator was in use"));
+  store_->set_on_disconnect(gone_key(rank_), to_bytes("died: " + who));
 }
 
 void FailureWatch::disarm_death_notice() {
   try {
     store_->cancel_on_disconnect("abort");
+    store_->cancel_on_disconnect(gone_key(rank_));
+    store_->set(gone_key(rank_), to_bytes("left"));
   } catch (const std::exception& e) {
     WEFT_LOG_DEBUG("cancel disconnect notice: {}", e.what());
   }
+}
+
+std::string FailureWatch::gone_key(int rank) { return fmt::format("gone/{}", rank); }
+
+FailureWatch::Gone FailureWatch::gone_of(const Bytes& marker) {
+  const std::string m = to_string(marker);
+  return m.rfind("died", 0) == 0 ? Gone::kDied : m == "left" ? Gone::kLeft : Gone::kNone;
+}
+
+std::vector<int> FailureWatch::died_ranks(const std::vector<int>& also) const {
+  std::vector<int> out;
+  for (int r = 0; r < size_; ++r) {
+    bool died = std::find(also.begin(), also.end(), r) != also.end();
+    if (!died && r != rank_ && store_->check(gone_key(r)))
+      died = gone_of(store_->get(gone_key(r), std::chrono::milliseconds(1000))) == Gone::kDied;
+    if (died) out.push_back(r);
+  }
+  return out;
 }
 
 std::string FailureWatch::broken_reason() const {

@@ -1,6 +1,9 @@
 // FailureWatch: a communicator's broken state and what its ranks tell each other about failures.
 // The first cause is published under the store key "abort" (and a rank's death by the store
-// server, from the notice armed at start); every waiting rank reads it within ~100 ms.
+// server, from the notice armed at start); every waiting rank reads it within ~100 ms. Each rank
+// also has its own marker, "gone/<rank>": set by the store server when the rank dies ("died: ..."),
+// by the rank itself when it destroys the communicator ("left"), so that the survivors of a
+// weftCommShrink know which ranks will never join it.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -8,7 +11,9 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
+#include "runtime/base/bytes.h"
 #include "runtime/base/error.h"
 
 namespace weft {
@@ -18,9 +23,17 @@ class Store;
 class FailureWatch {
  public:
   FailureWatch(std::shared_ptr<Store> store, int rank, int size);
-  // If this process dies, the store server publishes its death (cancelled by disarm()).
+  // If this process dies, the store server publishes its death (cancelled by disarm(), which
+  // marks the rank as having left).
   void arm_death_notice();
   void disarm_death_notice();
+
+  // The key of rank r's marker, and what it says: kNone, or the rank died or left.
+  static std::string gone_key(int rank);
+  enum class Gone { kNone, kDied, kLeft };
+  static Gone gone_of(const Bytes& marker);
+  // The ranks whose marker says they died (asks the store once per rank), plus `also`.
+  std::vector<int> died_ranks(const std::vector<int>& also = {}) const;
 
   bool broken() const { return broken_flag_.load(std::memory_order_acquire); }  // lock-free, every call asks
   std::string broken_reason() const;  // "" when healthy

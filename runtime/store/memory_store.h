@@ -16,6 +16,7 @@ class MemoryStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override;
   bool check(const std::string& key) override;
   void erase(const std::string& key) override;
+  Bytes set_if_absent(const std::string& key, const Bytes& value) override;
 
  private:
   std::mutex mu_;

@@ -61,6 +61,13 @@ bool MemoryStore::check(const std::string& key) {
   return data_.count(key) != 0;
 }
 
+Bytes MemoryStore::set_if_absent(const std::string& key, const Bytes& value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto [it, inserted] = data_.emplace(key, value);
+  if (inserted) cv_.notify_all();
+  return it->second;
+}
+
 void MemoryStore::erase(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   data_.erase(key);

@@ -25,6 +25,10 @@ class Store {
   virtual bool check(const std::string& key) = 0;
   // Removes key if present.
   virtual void erase(const std::string& key) = 0;
+  // Atomically sets key = value unless key exists; returns the value key holds afterwards (value
+  // when this call set it, else the earlier one). The first writer wins: ranks that race to
+  // decide something (weftCommShrink's group) all adopt the one decision that landed first.
+  virtual Bytes set_if_absent(const std::string& key, const Bytes& value) = 0;
   // Asks the store to set key = value if this client vanishes without cancelling (a crashed rank
   // announces its own death this way) and key is not set yet. Stores whose clients cannot vanish
   // alone ignore it.
@@ -49,11 +53,13 @@ class PrefixStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override { return base_->add(prefix_ + key, delta); }
   bool check(const std::string& key) override { return base_->check(prefix_ + key); }
   void erase(const std::string& key) override { base_->erase(prefix_ + key); }
+  Bytes set_if_absent(const std::string& key, const Bytes& value) override { return base_->set_if_absent(prefix_ + key, value); }
   void set_on_disconnect(const std::string& key, const Bytes& value) override {
     base_->set_on_disconnect(prefix_ + key, value);
   }
   void cancel_on_disconnect(const std::string& key) override { base_->cancel_on_disconnect(prefix_ + key); }
   const std::shared_ptr<Store>& base() const { return base_; }
+  const std::string& prefix() const { return prefix_; }  // with its trailing '/'
 
  private:
   std::shared_ptr<Store> base_;

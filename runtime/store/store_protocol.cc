@@ -61,13 +61,17 @@ class Reader {
   size_t n_, p_ = 0;
 };
 
+// Requests that carry a value, and responses that return one.
+bool carries_value(Op op) { return op == Op::kSet || op == Op::kOnDisconnect || op == Op::kSetIfAbsent; }
+bool returns_value(Op op) { return op == Op::kGet || op == Op::kSetIfAbsent; }
+
 }  // namespace
 
 Bytes encode_request(const Request& r) {
   Bytes out;
   out.push_back(static_cast<uint8_t>(r.op));
   put_str(out, r.key.data(), r.key.size());
-  if (r.op == Op::kSet || r.op == Op::kOnDisconnect) put_str(out, r.value.data(), r.value.size());
+  if (carries_value(r.op)) put_str(out, r.value.data(), r.value.size());
   if (r.op == Op::kAdd) put_i64(out, r.delta);
   return out;
 }
@@ -76,11 +80,11 @@ Request decode_request(const uint8_t* data, size_t len) {
   Reader rd(data, len);
   Request r;
   uint8_t op = rd.u8();
-  if (op < 1 || op > 8) fail(ErrorCode::kInvalidArgument, "store protocol: unknown opcode {}", op);
+  if (op < 1 || op > 9) fail(ErrorCode::kInvalidArgument, "store protocol: unknown opcode {}", op);
   r.op = static_cast<Op>(op);
   Bytes key = rd.bytes(kMaxKeyBytes);
   r.key.assign(key.begin(), key.end());
-  if (r.op == Op::kSet || r.op == Op::kOnDisconnect) r.value = rd.bytes(kMaxFrameBytes);
+  if (carries_value(r.op)) r.value = rd.bytes(kMaxFrameBytes);
   if (r.op == Op::kAdd) r.delta = rd.i64();
   rd.end();
   return r;
@@ -93,7 +97,7 @@ Bytes encode_response(Op op, const Response& r) {
     put_str(out, r.error.data(), r.error.size());
     return out;
   }
-  if (op == Op::kGet && r.status == Status::kOk) put_str(out, r.value.data(), r.value.size());
+  if (returns_value(op) && r.status == Status::kOk) put_str(out, r.value.data(), r.value.size());
   if (op == Op::kAdd) put_i64(out, r.number);
   return out;
 }
@@ -108,7 +112,7 @@ Response decode_response(Op op, const uint8_t* data, size_t len) {
     Bytes e = rd.bytes(kMaxKeyBytes);
     r.error.assign(e.begin(), e.end());
   } else {
-    if (op == Op::kGet && r.status == Status::kOk) r.value = rd.bytes(kMaxFrameBytes);
+    if (returns_value(op) && r.status == Status::kOk) r.value = rd.bytes(kMaxFrameBytes);
     if (op == Op::kAdd) r.number = rd.i64();
   }
   rd.end();

@@ -14,19 +14,20 @@ namespace weft::store_proto {
 inline constexpr uint32_t kMaxFrameBytes = 64u << 20;  // values are addresses and summaries
 inline constexpr uint32_t kMaxKeyBytes = 4096;
 
-enum class Op : uint8_t { kAuth = 1, kSet = 2, kGet = 3, kAdd = 4, kCheck = 5, kErase = 6, kOnDisconnect = 7, kCancelOnDisconnect = 8 };
+enum class Op : uint8_t { kAuth = 1, kSet = 2, kGet = 3, kAdd = 4, kCheck = 5, kErase = 6, kOnDisconnect = 7, kCancelOnDisconnect = 8,
+                        kSetIfAbsent = 9 };
 enum class Status : uint8_t { kOk = 0, kMissing = 1, kError = 2 };
 
 struct Request {
   Op op{};
   std::string key;  // the secret for kAuth
-  Bytes value;      // kSet, kOnDisconnect
+  Bytes value;      // kSet, kOnDisconnect, kSetIfAbsent
   int64_t delta = 0;  // kAdd
 };
 
 struct Response {
   Status status = Status::kOk;
-  Bytes value;       // kGet
+  Bytes value;       // kGet, kSetIfAbsent (the value the key holds afterwards)
   int64_t number = 0;  // kAdd
   std::string error;   // kError
 };

@@ -99,6 +99,11 @@ TcpStoreServer::TcpStoreServer(std::string secret, const std::string& host, int 
 
 TcpStoreServer::~TcpStoreServer() { stop(); }
 
+void TcpStoreServer::set_notice_hook(NoticeHook hook) {
+  std::lock_guard<std::mutex> lock(hook_mu_);
+  hook_ = std::move(hook);
+}
+
 void TcpStoreServer::stop() {
   if (stopping_.exchange(true)) return;
   uint64_t one = 1;
@@ -146,6 +151,21 @@ bool TcpStoreServer::handle_payload(Client& c, const Bytes& payload) {
           data_[req.key] = std::move(req.value);
           stored_bytes_ = now;
         }
+        break;
+      }
+      case Op::kSetIfAbsent: {
+        auto it = data_.find(req.key);
+        if (it == data_.end()) {
+          size_t now = stored_bytes_.load() + req.value.size() + req.key.size();
+          if (now > kMaxStoredBytes) {
+            resp.status = Status::kError;
+            resp.error = "store full";
+            break;
+          }
+          it = data_.emplace(req.key, std::move(req.value)).first;
+          stored_bytes_ = now;
+        }
+        resp.value = it->second;
         break;
       }
       case Op::kGet: {
@@ -287,6 +307,10 @@ void TcpStoreServer::run() {
           if (data_.count(key)) continue;
           WEFT_LOG_DEBUG("store server: {} vanished; setting {}", c.name, key);
           stored_bytes_ += key.size() + value.size();
+          {
+            std::lock_guard<std::mutex> lock(hook_mu_);
+            if (hook_) hook_(key, value);
+          }
           data_[key] = std::move(value);
         }
         ::close(c.fd);
@@ -451,6 +475,12 @@ bool TcpStore::check(const std::string& key) {
   std::lock_guard<std::mutex> lock(mu_);
   return reply_of(Op::kCheck, request(encode_request({Op::kCheck, key, {}, 0}), kRequestTimeout), where_).status ==
          Status::kOk;
+}
+
+Bytes TcpStore::set_if_absent(const std::string& key, const Bytes& value) {
+  check_key(key);
+  std::lock_guard<std::mutex> lock(mu_);
+  return reply_of(Op::kSetIfAbsent, request(encode_request({Op::kSetIfAbsent, key, value, 0}), kRequestTimeout), where_).value;
 }
 
 void TcpStore::set_on_disconnect(const std::string& key, const Bytes& value) {

@@ -2,6 +2,7 @@
 // must first prove the job secret (compared in constant time) or it is refused and logged.
 #pragma once
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +22,10 @@ class TcpStoreServer {
   TcpStoreServer& operator=(const TcpStoreServer&) = delete;
   int port() const { return port_; }
   void stop();
+  // Called on the server's thread with each disconnect notice it applies (a client vanished
+  // without cancelling it): weftrun reports the ranks whose notices say they died.
+  using NoticeHook = std::function<void(const std::string& key, const Bytes& value)>;
+  void set_notice_hook(NoticeHook hook);
   // Figures for tests: refused connections, protocol errors, bytes held.
   uint64_t refused_connections() const { return refused_.load(); }
   uint64_t protocol_errors() const { return protocol_errors_.load(); }
@@ -43,6 +48,8 @@ class TcpStoreServer {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::map<std::string, Bytes> data_;
+  std::mutex hook_mu_;
+  NoticeHook hook_;
   std::atomic<uint64_t> refused_{0}, protocol_errors_{0};
   std::atomic<size_t> stored_bytes_{0}, open_connections_{0};
 };
@@ -58,6 +65,7 @@ class TcpStore : public Store {
   int64_t add(const std::string& key, int64_t delta) override;
   bool check(const std::string& key) override;
   void erase(const std::string& key) override;
+  Bytes set_if_absent(const std::string& key, const Bytes& value) override;
   void set_on_disconnect(const std::string& key, const Bytes& value) override;
   void cancel_on_disconnect(const std::string& key) override;
   // Keeps a server alive as long as this client (rank 0 serves the store it uses).

@@ -27,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           if (encode_request(r) != *p) std::abort();  // decoded but not canonical: a decoder bug
         } catch (const Error&) {
         }
-        for (uint8_t op = 1; op <= 8; ++op) {
+        for (uint8_t op = 1; op <= 9; ++op) {
           try {
             decode_response(static_cast<Op>(op), p->data(), p->size());
           } catch (const Error&) {

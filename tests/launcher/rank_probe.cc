@@ -96,5 +96,6 @@ int main(int argc, char** argv) {
     return exit_code;
   }
   if (sleep_s > 0) usleep(static_cast<useconds_t>(sleep_s * 1e6));
+  std::printf("finished rank=%d\n", job.rank);
   return 0;
 }

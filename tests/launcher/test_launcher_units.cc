@@ -100,6 +100,20 @@ TEST(LauncherMpi, MpichCommand) {
   EXPECT_EQ(shell_join(build_mpi_command(o, MpiFlavor::kMpich, "mpiexec", ctx)), "mpiexec -n 4 -hosts n1:2,n2:2 prog");
 }
 
+// --keep-going: the MPI launcher must not tear the job down when a rank dies.
+TEST(LauncherMpi, KeepGoingAsksTheLauncherToKeepTheOthers) {
+  LaunchOptions o = parse({"-np", "2", "--keep-going", "prog"});
+  EXPECT_TRUE(o.keep_going);
+  MpiContext ctx;
+  ctx.local_cores = 2;
+  ctx.keep_going = true;
+  ctx.forward = {"WEFT_MASTER_ADDR", "WEFT_JOB_SECRET"};
+  EXPECT_EQ(shell_join(build_mpi_command(o, MpiFlavor::kOpenMpi, "mpirun", ctx)),
+            "mpirun -np 2 --map-by numa --bind-to numa --enable-recovery -x WEFT_MASTER_ADDR -x WEFT_JOB_SECRET prog");
+  EXPECT_EQ(shell_join(build_mpi_command(o, MpiFlavor::kMpich, "mpiexec", ctx)),
+            "mpiexec -n 2 -genvlist WEFT_MASTER_ADDR,WEFT_JOB_SECRET -bind-to numa -disable-auto-cleanup prog");
+}
+
 TEST(LauncherMpi, AutoRule) {
   LaunchOptions o = parse({"-np", "2", "prog"});
   EXPECT_FALSE(decide_launch(o).use_mpi);

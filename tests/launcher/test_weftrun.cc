@@ -90,7 +90,7 @@ TEST(Weftrun, TagOutputPrefixesEveryLineWithTheRank) {
   ASSERT_EQ(f.status, 0) << f.err;
   EXPECT_EQ(lines_of(f.out, "[0] probe rank=0 ").size(), 1u) << f.out;
   EXPECT_EQ(lines_of(f.out, "[1] probe rank=1 ").size(), 1u) << f.out;
-  EXPECT_EQ(lines_of(f.out).size(), 2u) << f.out;
+  EXPECT_EQ(lines_of(f.out).size(), 4u) << f.out;  // and a "finished rank=R" line each
 }
 
 TEST(Weftrun, TimelinePathIsPerRank) {
@@ -145,6 +145,26 @@ TEST(Weftrun, RankKilledBySignalIsNamedAndStopsTheJob) {
   EXPECT_EQ(f.status, 128 + SIGKILL) << f.err;
   EXPECT_LT(f.seconds, 10);
   EXPECT_TRUE(std::regex_search(f.err, std::regex("rank 1 \\(pid [0-9]+\\) was killed by signal 9"))) << f.err;
+}
+
+// --keep-going: a rank's death is reported and the others run to their end; the status says how
+// the job ended (75: finished on the survivors; a survivor's own failure wins).
+TEST(Weftrun, KeepGoingReportsTheDeathAndTheOthersFinish) {
+  Finished f = weftrun({"-np", "3", "--keep-going", kProbe, "--kill-rank", "1", "--sleep", "1.5"});
+  EXPECT_EQ(f.status, 75) << f.err;
+  EXPECT_TRUE(std::regex_search(f.err, std::regex("rank 1 \\(pid [0-9]+\\) was killed by signal 9 .*after [0-9.]+ s; the other ranks "
+                                                  "keep running \\(--keep-going\\)")))
+      << f.err;
+  EXPECT_NE(f.err.find("2 of 3 ranks finished with status 0"), std::string::npos) << f.err;
+  EXPECT_EQ(lines_of(f.out, "finished rank=").size(), 2u) << f.out;
+  EXPECT_GT(f.seconds, 1.4) << "the survivors were stopped";
+}
+
+TEST(Weftrun, KeepGoingASurvivorsFailureIsTheStatus) {
+  Finished f = weftrun({"-np", "3", "--keep-going", kProbe, "--kill-rank", "1", "--exit-rank", "2", "--exit-code", "3", "--sleep", "1"});
+  EXPECT_EQ(f.status, 3) << f.err;
+  EXPECT_NE(f.err.find("1 of 3 ranks finished with status 0"), std::string::npos) << f.err;
+  EXPECT_EQ(lines_of(f.out, "finished rank=").size(), 1u) << f.out;
 }
 
 // Starts a sleeping job, waits for every rank to be up, sends sig to weftrun, and checks that

@@ -4,9 +4,13 @@
 #include <cstdio>
 #include <regex>
 
+#include <fmt/format.h>
+
+#include "launcher/mpi_command.h"
 #include "launcher/run_process.h"
 #include "runtime/transport/shm/shm_transport.h"
 #include "support/spawn.h"
+#include "support/spawn_store.h"
 
 using weft::test::dump;
 using weft::test::run_job;
@@ -199,6 +203,151 @@ TEST(Faults, UsableAfterAnArgumentError) {
     EXPECT_NE(r.output.find("OK usable"), std::string::npos) << dump(rs);
   }
 }
+
+// weftCommShrink after a real death (docs/RELIABILITY.md, "Shrink"): rank 2 of 4 SIGKILLs itself
+// in a loop of all-reduces; each survivor catches the error, shrinks with NULL (the ranks that
+// failed, agreed) and must get ranks 0, 1, 3 as 0, 1, 2: checked through the new communicator (an
+// all-gather of their old ranks, then a 1M-element all-reduce), rank 2 reported by
+// weftCommGetFailedRanks. The time from the kill to the first collective that succeeds on the
+// new communicator is printed (KILL at / FIRST at, system clock). Rank 0 serves the store here
+// (plain WEFT_* variables): the death of rank 0 itself is ShrinkProcesses.UnderWeftrun*.
+std::vector<long long> shrink_figures(const std::vector<weft::test::RankResult>& rs, const std::vector<int>& victims,
+                                      const char* label) {
+  std::smatch k;
+  long long kill_at = -1;
+  for (int v : victims)
+    if (std::regex_search(rs[static_cast<size_t>(v)].output, k, std::regex("KILL at (\\d+)"))) kill_at = std::stoll(k[1].str());
+  std::vector<long long> after;
+  for (size_t r = 0; r < rs.size(); ++r) {
+    std::smatch f;
+    if (kill_at < 0 || !std::regex_search(rs[r].output, f, std::regex("FIRST at (\\d+)"))) continue;
+    after.push_back(std::stoll(f[1].str()) - kill_at);
+    std::printf("[ figure ] %s rank %zu: first collective on the shrunk communicator %lld ms after the kill\n", label, r,
+                after.back());
+  }
+  return after;
+}
+
+TEST(ShrinkProcesses, SurvivorsOfAKilledRankShrinkAndGoOn) {
+  auto rs = run_job(4, {WEFT_TEST_RANK, "shrink", "2"}, {"WEFT_TIMEOUT_MS=20000"});
+  EXPECT_EQ(rs[2].status, 128 + SIGKILL) << dump(rs);
+  for (int r : {0, 1, 3}) {
+    const std::string& out = rs[static_cast<size_t>(r)].output;
+    EXPECT_EQ(rs[static_cast<size_t>(r)].status, 0) << dump(rs);
+    EXPECT_NE(out.find("OK shrunk"), std::string::npos) << dump(rs);
+    EXPECT_NE(out.find(fmt::format("SHRUNK to rank {} of 3", r == 3 ? 2 : r)), std::string::npos) << dump(rs);
+    EXPECT_NE(out.find("FAILED-RANK 2"), std::string::npos) << dump(rs);
+  }
+  for (long long ms : shrink_figures(rs, {2}, "4 ranks, rank 2 killed")) EXPECT_LT(ms, 10000) << dump(rs);
+}
+
+// Each survivor: exit 0, "OK shrunk", its dense rank in the group of `survivors` (old ranks).
+void expect_shrunk(const std::vector<weft::test::RankResult>& rs, const std::vector<int>& survivors) {
+  for (size_t i = 0; i < survivors.size(); ++i) {
+    const auto& res = rs[static_cast<size_t>(survivors[i])];
+    EXPECT_EQ(res.status, 0) << dump(rs);
+    EXPECT_NE(res.output.find("OK shrunk"), std::string::npos) << dump(rs);
+    EXPECT_NE(res.output.find(fmt::format("SHRUNK to rank {} of {}", i, survivors.size())), std::string::npos) << dump(rs);
+  }
+}
+
+// Rank 0 dies, with the store served outside the ranks (by this test, as weftrun serves it):
+// the survivors 1, 2, 3 become 0, 1, 2 and go on.
+TEST(ShrinkProcesses, Rank0DiesWithTheStoreOutsideTheRanks) {
+  auto rs = weft::test::run_job_store_outside(4, {WEFT_TEST_RANK, "shrink", "0"}, {"WEFT_TIMEOUT_MS=20000"});
+  EXPECT_EQ(rs[0].status, 128 + SIGKILL) << dump(rs);
+  expect_shrunk(rs, {1, 2, 3});
+  for (long long ms : shrink_figures(rs, {0}, "4 ranks, rank 0 killed (store outside)")) EXPECT_LT(ms, 10000) << dump(rs);
+}
+
+// The same under weftrun --keep-going, which serves the store itself: rank 0 dies, weftrun names
+// it and keeps the others running, they shrink and finish, and weftrun exits 75 (the job finished
+// on the survivors).
+TEST(ShrinkProcesses, UnderWeftrunKeepGoingRank0DiesAndTheOthersFinish) {
+  auto f = weft::test::run_process({WEFTRUN_PATH, "-np", "4", "--bind", "none", "--keep-going", "--tag-output", WEFT_TEST_RANK,
+                                    "shrink", "0"},
+                                   60);
+  EXPECT_FALSE(f.timed_out);
+  EXPECT_EQ(f.status, 75) << f.err << f.out;
+  EXPECT_TRUE(std::regex_search(f.err, std::regex("rank 0 \\(pid [0-9]+\\) was killed by signal 9"))) << f.err;
+  EXPECT_NE(f.err.find("3 of 4 ranks finished with status 0"), std::string::npos) << f.err;
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_NE(f.out.find(fmt::format("[{}] rank {}: OK shrunk", r, r)), std::string::npos) << f.out;
+    EXPECT_NE(f.out.find(fmt::format("[{}] rank {}: SHRUNK to rank {} of 3", r, r, r - 1)), std::string::npos) << f.out;
+  }
+}
+
+// The same through Open MPI (weftrun --mpi openmpi): weftrun serves the store there too and asks
+// mpirun to keep going (--enable-recovery); mpirun then exits 0, and weftrun learns of rank 0's
+// death from the store's notice, names it and exits 75.
+TEST(ShrinkProcesses, UnderWeftrunThroughOpenMpiRank0DiesAndTheOthersFinish) {
+  const std::string mpirun = weft::launcher::find_on_path("mpirun");
+  if (mpirun.empty() || weft::launcher::detect_mpi_flavor(mpirun) != weft::launcher::MpiFlavor::kOpenMpi)
+    GTEST_SKIP() << "Open MPI's mpirun is not on PATH";
+  auto f = weft::test::run_process({WEFTRUN_PATH, "-np", "4", "--mpi", "openmpi", "--bind", "none", "--keep-going", WEFT_TEST_RANK,
+                                    "shrink", "0"},
+                                   120);
+  EXPECT_FALSE(f.timed_out);
+  EXPECT_EQ(f.status, 75) << f.err << f.out;
+  EXPECT_TRUE(std::regex_search(f.err, std::regex("rank 0 \\(pid [0-9]+ on [^)]+\\) died"))) << f.err;
+  for (int r = 1; r < 4; ++r) {
+    EXPECT_NE(f.out.find(fmt::format("rank {}: OK shrunk", r)), std::string::npos) << f.out;
+    EXPECT_NE(f.out.find(fmt::format("rank {}: SHRUNK to rank {} of 3", r, r - 1)), std::string::npos) << f.out;
+  }
+}
+
+// 20 consecutive failures and shrinks (an abort, nobody lost) in 4 processes: every new
+// communicator works, and from cycle 2 (warm) to cycle 20 no descriptor and under 2 MiB of
+// resident memory per process are left behind (transports, segments, threads, store notices).
+TEST(ShrinkProcesses, TwentyConsecutiveShrinksLeaveNothingBehind) {
+  auto rs = weft::test::run_job_store_outside(4, {WEFT_TEST_RANK, "shrink-repeat", "20"}, {"WEFT_TIMEOUT_MS=20000"});
+  for (size_t r = 0; r < rs.size(); ++r) {
+    ASSERT_EQ(rs[r].status, 0) << dump(rs);
+    std::smatch warm, last, ok;
+    ASSERT_TRUE(std::regex_search(rs[r].output, warm, std::regex("LEAK 2 (\\d+) (\\d+)"))) << dump(rs);
+    ASSERT_TRUE(std::regex_search(rs[r].output, last, std::regex("LEAK 20 (\\d+) (\\d+)"))) << dump(rs);
+    const long rss_growth = std::stol(last[1].str()) - std::stol(warm[1].str());
+    EXPECT_EQ(last[2].str(), warm[2].str()) << "descriptors leaked\n" << dump(rs);
+    EXPECT_LT(rss_growth, 2048) << "KiB of resident memory over 18 shrinks\n" << dump(rs);
+    std::regex_search(rs[r].output, ok, std::regex("OK 20 shrinks, ([0-9.]+) ms"));
+    std::printf("[ figure ] rank %zu: cycles 2 -> 20: %+ld KiB resident, %s -> %s descriptors; %s ms per shrink\n", r,
+                rss_growth, warm[2].str().c_str(), last[2].str().c_str(), ok[1].str().c_str());
+  }
+}
+
+// A second death during the shrink ends in a group without it, never a hang: rank 2 dies in the
+// all-reduces, then rank 1 dies during the survivors' shrink, SIGKILLed by this test at a step the
+// store shows: as soon as it joined ("shrink0/j/1"), or (frozen by SIGSTOP once it joined) when
+// rank 0 builds the new communicator that the survivors decided with rank 1 in it ("s0/node/0"):
+// that round fails on every member and the library runs another without rank 1. Survivors 0
+// and 3 become 0 and 1.
+struct Phase {
+  const char* name;
+  const char* stop_key;  // "" = killed at once
+  const char* kill_key;
+};
+class SecondDeath : public ::testing::TestWithParam<Phase> {};
+TEST_P(SecondDeath, DuringTheShrinkEndsInAGroupWithoutIt) {
+  const Phase ph = GetParam();
+  long long killed_at = -1;
+  auto rs = weft::test::run_job_store_outside(
+      4, {WEFT_TEST_RANK, "shrink", "2", "1"}, {"WEFT_TIMEOUT_MS=20000"},
+      weft::test::kill_when_key(1, std::string("world0/") + ph.kill_key, &killed_at, *ph.stop_key ? std::string("world0/") + ph.stop_key : ""));
+  ASSERT_GE(killed_at, 0) << "the store never held " << ph.kill_key << "\n" << dump(rs);
+  EXPECT_EQ(rs[1].status, 128 + SIGKILL) << dump(rs);
+  expect_shrunk(rs, {0, 3});
+  int retried = 0;
+  for (int r : {0, 3}) retried += rs[static_cast<size_t>(r)].output.find("trying again") != std::string::npos;
+  std::printf("[ figure ] second death %s: %d of 2 survivors retried the round inside weftCommShrink\n", ph.name, retried);
+  if (*ph.stop_key) {
+    EXPECT_EQ(retried, 2) << dump(rs);
+  }
+  for (size_t r = 0; r < rs.size(); ++r) EXPECT_LT(rs[r].seconds, 20.0) << dump(rs);
+}
+INSTANTIATE_TEST_SUITE_P(Phases, SecondDeath,
+                         ::testing::Values(Phase{"AfterJoining", "", "shrink0/j/1"},
+                                           Phase{"WhileBuilding", "shrink0/j/1", "s0/node/0"}),
+                         [](const auto& info) { return std::string(info.param.name); });
 
 TEST(Bootstrap, MissingEnvironmentIsAClearError) {
   auto rs = run_job(1, {WEFT_TEST_RANK, "check"}, {"WEFT_JOB_SECRET="});

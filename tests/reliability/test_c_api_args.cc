@@ -93,6 +93,8 @@ TEST_F(CApi, NullCommunicatorEverywhere) {
       {"weftCommSplit", [&] { weftComm_t n; return weftCommSplit(nullptr, 0, 0, &n); }},
       {"weftCommSplitLevel", [&] { weftComm_t n; return weftCommSplitLevel(nullptr, weftLevelNode, &n); }},
       {"weftCommSetAlgorithm", [&] { return weftCommSetAlgorithm(nullptr, "ring"); }},
+      {"weftCommShrink", [&] { weftComm_t n; return weftCommShrink(nullptr, nullptr, 0, &n); }},
+      {"weftCommGetFailedRanks", [&] { return weftCommGetFailedRanks(nullptr, &x, &y); }},
       {"weftAllReduce", [&] { return weftAllReduce(a.p(), b.p(), kElems, f32, weftSum, nullptr); }},
       {"weftAllReduceAsync", [&] { return weftAllReduceAsync(a.p(), b.p(), kElems, f32, weftSum, nullptr, &req); }},
       {"weftReduceScatter", [&] { return weftReduceScatter(a.p(), b.p(), 1, f32, weftSum, nullptr); }},
@@ -239,6 +241,50 @@ TEST_F(CApi, RequestWaitedTwiceAndDestroyedCommunicator) {
   // A negative color gives no communicator.
   EXPECT_EQ(weftCommSplit(comm_, -1, 0, &sub), weftSuccess);
   EXPECT_EQ(sub, nullptr);
+}
+
+// weftCommShrink and weftCommGetFailedRanks: NULL outputs, bad lists (checked on this rank before
+// anything is sent), a destroyed communicator, and the shrunk one, which can only be destroyed.
+TEST_F(CApi, ShrinkArgumentsAndTheShrunkCommunicator) {
+  Guarded a, b;
+  weftComm_t sub = nullptr, shrunk = nullptr;
+  ASSERT_EQ(weftCommSplit(comm_, 0, 0, &sub), weftSuccess) << weftGetLastErrorMessage();
+  expect_rejected("newcomm NULL", weftCommShrink(sub, nullptr, 0, nullptr), {kArg}, a, b, "weftCommShrink");
+  expect_rejected("count NULL", weftCommGetFailedRanks(sub, nullptr, nullptr), {kArg}, a, b, "weftCommGetFailedRanks");
+  const int self = 0, out_of_range = 1, negative = -1;
+  const std::vector<std::pair<const char*, std::function<weftResult_t()>>> bad = {
+      {"negative count", [&] { return weftCommShrink(sub, &out_of_range, -1, &shrunk); }},
+      {"NULL list with a count", [&] { return weftCommShrink(sub, nullptr, 2, &shrunk); }},
+      {"out of range", [&] { return weftCommShrink(sub, &out_of_range, 1, &shrunk); }},
+      {"negative rank", [&] { return weftCommShrink(sub, &negative, 1, &shrunk); }},
+      {"this rank", [&] { return weftCommShrink(sub, &self, 1, &shrunk); }},
+  };
+  for (const auto& [what, call] : bad) {
+    expect_rejected(what, call(), {kArg}, a, b, "weftCommShrink");
+    EXPECT_EQ(shrunk, nullptr) << what;
+  }
+  int failed[1] = {-7}, count = -7;
+  ASSERT_EQ(weftCommGetFailedRanks(sub, failed, &count), weftSuccess) << weftGetLastErrorMessage();
+  EXPECT_EQ(count, 0);
+  EXPECT_EQ(failed[0], -7) << "wrote past the count";
+  // NULL on a healthy one-rank communicator: the same rank, a new communicator that works.
+  ASSERT_EQ(weftCommShrink(sub, nullptr, 0, &shrunk), weftSuccess) << weftGetLastErrorMessage();
+  ASSERT_NE(shrunk, nullptr);
+  std::vector<float> in(7, 2.5f), out(7, 0.f);
+  ASSERT_EQ(weftAllReduce(in.data(), out.data(), in.size(), weftFloat32, weftSum, shrunk), weftSuccess);
+  EXPECT_EQ(out, in);
+  // The old one: only destroy (and the read-only queries) are left.
+  weftComm_t again = nullptr;
+  expect_rejected("shrink twice", weftCommShrink(sub, nullptr, 0, &again), {kUse}, a, b, "weftCommShrink");
+  EXPECT_NE(std::string(weftGetLastErrorMessage()).find("already shrunk"), std::string::npos) << weftGetLastErrorMessage();
+  expect_rejected("collective", weftAllReduce(a.p(), b.p(), 8, weftFloat32, weftSum, sub), {kUse}, a, b, "shrunk");
+  expect_rejected("split", weftCommSplit(sub, 0, 0, &again), {kUse}, a, b, "weftCommSplit");
+  EXPECT_EQ(again, nullptr);
+  EXPECT_EQ(weftCommGetFailedRanks(sub, nullptr, &count), weftSuccess);
+  EXPECT_EQ(weftCommDestroy(sub), weftSuccess);
+  expect_rejected("destroyed", weftCommShrink(sub, nullptr, 0, &again), {kUse}, a, b, "weftCommShrink");
+  expect_rejected("destroyed", weftCommGetFailedRanks(sub, nullptr, &count), {kUse}, a, b, "weftCommGetFailedRanks");
+  EXPECT_EQ(weftCommDestroy(shrunk), weftSuccess);
 }
 
 TEST_F(CApi, SetAlgorithm) {

@@ -122,7 +122,7 @@ TEST(StoreServer, MalformedFramesAreRejectedAndTheConnectionDropped) {
   TcpStoreServer server(kSecret, "127.0.0.1", 0);
   std::vector<Bytes> bad = {
       frame(Bytes{0}),                                    // opcode 0
-      frame(Bytes{9, 0, 0, 0, 0}),                        // opcode 9
+      frame(Bytes{10, 0, 0, 0, 0}),                       // opcode 10
       frame(Bytes{0xff}),                                 // opcode 255, no fields
       frame(Bytes{2, 5, 0, 0, 0, 'a'}),                   // key truncated
       frame(Bytes{2, 1, 0, 0, 0, 'a', 3, 0}),             // value length truncated
@@ -245,6 +245,30 @@ TEST(StoreServer, StoredBytesAreAccountedAndErased) {
   }
   EXPECT_TRUE(eventually([&] { return c.check("abort"); }));
   EXPECT_EQ(server.stored_bytes(), std::string("abort").size() + 1);
+}
+
+// set_if_absent: of clients racing for one key, exactly one value lands and every client is told
+// that one (weftCommShrink's decision); it is accounted like a set.
+TEST(StoreServer, SetIfAbsentLetsTheFirstWriterWin) {
+  TcpStoreServer server(kSecret, "127.0.0.1", 0);
+  constexpr int kClients = 8;
+  std::vector<Bytes> seen(kClients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kClients; ++i) {
+    threads.emplace_back([&, i] {
+      TcpStore c("127.0.0.1", server.port(), kSecret, std::chrono::milliseconds(5000));
+      seen[i] = c.set_if_absent("decision", Bytes(3, static_cast<uint8_t>('a' + i)));
+    });
+  }
+  for (auto& t : threads) t.join();
+  TcpStore c("127.0.0.1", server.port(), kSecret, std::chrono::milliseconds(5000));
+  const Bytes stored = c.get("decision", std::chrono::milliseconds(1000));
+  for (const Bytes& s : seen) EXPECT_EQ(s, stored);
+  EXPECT_EQ(server.stored_bytes(), std::string("decision").size() + 3);
+  EXPECT_EQ(c.set_if_absent("decision", Bytes{'z'}), stored) << "an existing value must not be replaced";
+  c.erase("decision");
+  EXPECT_EQ(c.set_if_absent("decision", Bytes{'z'}), Bytes{'z'});
+  EXPECT_EQ(server.stored_bytes(), std::string("decision").size() + 1);
 }
 
 }  // namespace

@@ -72,34 +72,30 @@ inline int free_port() {
   }
 }
 
-inline std::vector<RankResult> run_job_once(int n, const std::vector<std::string>& argv,
-                                            const std::vector<std::string>& extra_env, std::chrono::seconds deadline,
-                                            const std::vector<std::pair<int, std::string>>& rank_env, int port);
-
-// extra_env applies to every rank; rank_env's {rank, "KEY=VALUE"} entries to one rank only, after it.
-inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& argv,
-                                       const std::vector<std::string>& extra_env = {},
-                                       std::chrono::seconds deadline = std::chrono::seconds(120),
-                                       const std::vector<std::pair<int, std::string>>& rank_env = {}) {
-  // Ports are picked free but may be taken before rank 0 binds (another job's socket): then the
-  // job is run again on another port, up to three times. The secret is the job's own, so that ranks
-  // can never join another job's store by its port.
-  for (int attempt = 0;; ++attempt) {
-    auto rs = run_job_once(n, argv, extra_env, deadline, rank_env, free_port());
-    const bool port_taken = !rs.empty() && rs[0].output.find("store server: cannot bind") != std::string::npos &&
-                            rs[0].output.find("Address already in use") != std::string::npos;
-    if (!port_taken || attempt == 2) return rs;
-  }
+// A secret of the job's own (not derived from its port), so that ranks can never join another
+// job's store by its port.
+inline std::string job_secret() {
+  static std::mt19937_64 rng(std::random_device{}());
+  return "test-secret-" + std::to_string(getpid()) + "-" + std::to_string(rng());
 }
 
-inline std::vector<RankResult> run_job_once(int n, const std::vector<std::string>& argv,
-                                            const std::vector<std::string>& extra_env, std::chrono::seconds deadline,
-                                            const std::vector<std::pair<int, std::string>>& rank_env, int port) {
-  static std::mt19937_64 secret_rng(std::random_device{}());
-  const std::string secret = "test-secret-" + std::to_string(getpid()) + "-" + std::to_string(secret_rng());
-  std::vector<pid_t> pids(n);
-  std::vector<int> fds(n);
-  auto t0 = std::chrono::steady_clock::now();
+// A job's processes while they run.
+struct Job {
+  std::vector<pid_t> pids;
+  std::vector<int> fds;  // each rank's stdout and stderr
+  std::chrono::steady_clock::time_point t0;
+};
+
+// Starts N ranks with the WEFT_* variables of a job whose store is at 127.0.0.1:port (served by
+// rank 0 unless extra_env says WEFT_STORE_EXTERNAL=1). extra_env applies to every rank; rank_env's
+// {rank, "KEY=VALUE"} entries to one rank only, after it.
+inline Job start_job(int n, const std::vector<std::string>& argv, int port, const std::string& secret,
+                     const std::vector<std::string>& extra_env = {},
+                     const std::vector<std::pair<int, std::string>>& rank_env = {}) {
+  Job job;
+  job.pids.resize(n);
+  job.fds.resize(n);
+  job.t0 = std::chrono::steady_clock::now();
   for (int r = 0; r < n; ++r) {
     int p[2];
     if (pipe(p) != 0) std::abort();
@@ -125,9 +121,15 @@ inline std::vector<RankResult> run_job_once(int n, const std::vector<std::string
     }
     close(p[1]);
     fcntl(p[0], F_SETFL, O_NONBLOCK);
-    pids[r] = pid;
-    fds[r] = p[0];
+    job.pids[r] = pid;
+    job.fds[r] = p[0];
   }
+  return job;
+}
+
+// Collects every rank's output and status; kills whatever outlives the deadline.
+inline std::vector<RankResult> finish_job(Job& job, std::chrono::seconds deadline = std::chrono::seconds(120)) {
+  const int n = static_cast<int>(job.pids.size());
   std::vector<RankResult> out(n);
   int left = n;
   std::vector<bool> done(n, false);
@@ -135,31 +137,47 @@ inline std::vector<RankResult> run_job_once(int n, const std::vector<std::string
     char buf[4096];
     for (int r = 0; r < n; ++r) {
       ssize_t k;
-      while ((k = read(fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
+      while ((k = read(job.fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
     }
     for (int r = 0; r < n; ++r) {
       if (done[r]) continue;
       int st = 0;
-      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
+      if (waitpid(job.pids[r], &st, WNOHANG) == job.pids[r]) {
         done[r] = true;
         --left;
         out[r].status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-        out[r].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        out[r].seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - job.t0).count();
       }
     }
-    if (std::chrono::steady_clock::now() - t0 > deadline) {
+    if (std::chrono::steady_clock::now() - job.t0 > deadline) {
       for (int r = 0; r < n; ++r)
-        if (!done[r]) kill(pids[r], SIGKILL);
+        if (!done[r]) kill(job.pids[r], SIGKILL);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   for (int r = 0; r < n; ++r) {
     char buf[4096];
     ssize_t k;
-    while ((k = read(fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
-    close(fds[r]);
+    while ((k = read(job.fds[r], buf, sizeof buf)) > 0) out[r].output.append(buf, static_cast<size_t>(k));
+    close(job.fds[r]);
   }
   return out;
+}
+
+// A job whose rank 0 serves the store (plain WEFT_* variables), run to the end.
+inline std::vector<RankResult> run_job(int n, const std::vector<std::string>& argv,
+                                       const std::vector<std::string>& extra_env = {},
+                                       std::chrono::seconds deadline = std::chrono::seconds(120),
+                                       const std::vector<std::pair<int, std::string>>& rank_env = {}) {
+  // Ports are picked free but may be taken before rank 0 binds (another job's socket): then the
+  // job is run again on another port, up to three times.
+  for (int attempt = 0;; ++attempt) {
+    Job job = start_job(n, argv, free_port(), job_secret(), extra_env, rank_env);
+    auto rs = finish_job(job, deadline);
+    const bool port_taken = !rs.empty() && rs[0].output.find("store server: cannot bind") != std::string::npos &&
+                            rs[0].output.find("Address already in use") != std::string::npos;
+    if (!port_taken || attempt == 2) return rs;
+  }
 }
 
 }  // namespace weft::test

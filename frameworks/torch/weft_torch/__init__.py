@@ -8,6 +8,8 @@ Under weftrun, mpirun or Slurm, RANK/WORLD_SIZE/LOCAL_RANK are filled in from th
 variables when they are absent (see docs/PYTORCH.md); MASTER_ADDR/MASTER_PORT still have to be
 given (weftrun -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=29500 ...), except that a local weftrun job
 defaults MASTER_ADDR to 127.0.0.1.
+
+After a rank failure, weft_torch.shrink_group(group) returns a group of the survivors (below).
 """
 import atexit
 import os
@@ -15,6 +17,7 @@ import os
 import torch.distributed as _dist
 
 from ._weft_torch import __version__, create_process_group, drain, gpu_path_built  # noqa: F401
+from ._weft_torch import shrink as _shrink
 
 # (torch variable, candidates in order): weftrun, Open MPI, MPICH/PMI, Slurm.
 _LAUNCHER_VARS = {
@@ -54,3 +57,40 @@ atexit.register(drain)
 
 if not hasattr(_dist.Backend, "WEFT"):
     _dist.Backend.register_backend("weft", create_process_group)
+
+_shrunk_groups = 0
+
+
+def shrink_group(group=None, exclude_ranks=None):
+    """Returns a working process group of the survivors of `group` (default: the default group),
+    which must be a weft group. Collective over the survivors: every rank that is still alive
+    calls it, after an operation on `group` raised (or on a healthy group, to leave ranks out).
+
+    exclude_ranks: global ranks to leave out, the same on every survivor; None (default): the
+    ranks the group saw fail, agreed among the survivors (weftCommShrink with NULL). The survivors
+    keep their global ranks and are numbered densely, in their old order, inside the new group;
+    the lowest survivor is the new group's rank 0 (dist.get_process_group_ranks(new)[0]).
+    Afterwards `group` refuses every collective. Under weftrun the job's store lives in weftrun,
+    so any rank, rank 0 included, may have died; with torch's own store (no weftrun) the rank
+    that serves it (rank 0) must be alive. See docs/PYTORCH.md, "Surviving a failure".
+    """
+    global _shrunk_groups
+    c10d = _dist.distributed_c10d
+    pg = group if group is not None else c10d._get_default_group()
+    old_ranks = c10d.get_process_group_ranks(pg)  # global rank of each group rank
+    exclude = None
+    if exclude_ranks is not None:
+        unknown = [r for r in exclude_ranks if r not in old_ranks]
+        if unknown:
+            raise ValueError(f"weft: shrink_group: exclude_ranks {unknown} are not ranks of the group {old_ranks}")
+        exclude = [old_ranks.index(r) for r in exclude_ranks]
+    new_pg, members = _shrink(pg, exclude)
+    new_ranks = [old_ranks[m] for m in members]
+    # Registered as dist.new_group would (without its store barrier, which needs torch's store:
+    # gone with rank 0), so that get_rank(group), broadcast(src=...) and DDP work on it.
+    _shrunk_groups += 1
+    c10d._pg_map[new_pg] = (_dist.Backend("weft"), c10d._pg_map.get(pg, (None, None))[1])
+    c10d._pg_names[new_pg] = f"weft_shrunk_{_shrunk_groups}"
+    c10d._pg_group_ranks[new_pg] = {g: i for i, g in enumerate(new_ranks)}
+    return new_pg
+

@@ -16,8 +16,8 @@
 #include "collectives/reduce_kernels.h"
 #include "runtime/base/error.h"
 #include "runtime/base/log.h"
-#include "runtime/base/secret.h"
 #include "runtime/store/store.h"
+#include "runtime/transport/shm/shm_segment.h"
 #include "runtime/transport/transport.h"
 
 namespace weft {
@@ -101,42 +101,17 @@ ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, uint
       spin_(spin) {
   static_assert(sizeof(Flag) == 64, "one cache line per rank and parity");
   bytes_ = kAlign + 2 * sizeof(Flag) * size_ + 2 * slot_bytes_ * size_;
-  std::string name;
-  int fd = -1;
-  if (rank_ == 0) {
-    name = "/weft-d-" + random_secret().substr(0, 24);
-    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) fail(ErrorCode::kSystemError, "shm direct path: shm_open(create): {}", std::strerror(errno));
-    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
-      const int e = errno;
-      close(fd);
-      shm_unlink(name.c_str());
-      fail(ErrorCode::kSystemError, "shm direct path: ftruncate({} bytes): {}", bytes_, std::strerror(e));
-    }
-    store.set("direct_name", to_bytes(name));
-  } else {
-    name = to_string(store.get("direct_name", timeout));
-    fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0) fail(ErrorCode::kSystemError, "shm direct path: shm_open({}): {}", name, std::strerror(errno));
-  }
-  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (base_ == MAP_FAILED) {
-    base_ = nullptr;
-    if (rank_ == 0) shm_unlink(name.c_str());
-    fail(ErrorCode::kSystemError, "shm direct path: mmap: {}", std::strerror(errno));
-  }
-  // A fresh segment is zero: every flag says "posted 0". Everyone maps it before the name goes.
-  store.add("direct_mapped", 1);
-  const auto deadline = Clock::now() + timeout;
-  while (store.add("direct_mapped", 0) < size_) {
-    if (Clock::now() > deadline) {
-      if (rank_ == 0) shm_unlink(name.c_str());
-      fail(ErrorCode::kTimeout, "shm direct path: the ranks did not all map the segment within {} ms", timeout.count());
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  if (rank_ == 0) shm_unlink(name.c_str());
+  // A fresh segment is zero: every flag says "posted 0".
+  ShmSegmentSpec spec;
+  spec.what = "shm direct path";
+  spec.name_prefix = "/weft-d-";
+  spec.name_key = "direct_name";
+  spec.mapped_key = "direct_mapped";
+  spec.creator = rank_ == 0;
+  spec.participants = size_;
+  spec.bytes = bytes_;
+  spec.timeout = timeout;
+  base_ = map_shared_segment(store, spec);
   // Where ranks outnumber cores waiters sleep often, and a heavy fence per sleep (~1 us, an IPI
   // to the other CPUs) costs more than the posts save: 4 ranks on 2 cores, 8 bytes, 22-25 us
   // with locked posts against 24-27 us with light ones. Every rank of the node decides alike.

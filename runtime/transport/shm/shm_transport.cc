@@ -17,7 +17,7 @@
 #include "collectives/reduce_kernels.h"
 #include "runtime/base/error.h"
 #include "runtime/base/log.h"
-#include "runtime/base/secret.h"
+#include "runtime/transport/shm/shm_segment.h"
 
 namespace weft {
 
@@ -124,41 +124,21 @@ ShmTransport::ShmTransport(std::shared_ptr<Store> store, int rank, int size, con
 
   const int node = node_of_rank[rank];
   bytes_ = segment_bytes(local_size_);
-  std::string name;
-  int fd = -1;
-  if (my_local_ == 0) {
-    name = "/weft-" + random_secret().substr(0, 24);
-    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0) fail_errno("shm_open(create)");
-    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
-      shm_unlink(name.c_str());
-      fail_errno("ftruncate(shm)");
-    }
-    store->set(fmt::format("shm_name/{}", node), to_bytes(name));
-  } else {
-    name = to_string(store->get(fmt::format("shm_name/{}", node), timeout));
-    fd = shm_open(name.c_str(), O_RDWR, 0600);
-    if (fd < 0) fail_errno("shm_open(open)");
-  }
-  base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (base_ == MAP_FAILED) {
-    base_ = nullptr;
-    fail_errno("mmap(shm)");
-  }
-  auto* seg = static_cast<Segment*>(base_);
-  if (my_local_ == 0) {
+  ShmSegmentSpec spec;
+  spec.what = "shm transport";
+  spec.name_prefix = "/weft-";
+  spec.name_key = fmt::format("shm_name/{}", node);
+  spec.mapped_key = fmt::format("shm_mapped/{}", node);
+  spec.creator = my_local_ == 0;
+  spec.participants = local_size_;
+  spec.bytes = bytes_;
+  spec.timeout = timeout;
+  spec.init = [this](void* base) {
+    auto* seg = static_cast<Segment*>(base);
     seg->magic = kMagic;
     seg->local_size = static_cast<uint32_t>(local_size_);
-  }
-  // Everyone has mapped it before the name goes away; nothing survives a crash.
-  store->add(fmt::format("shm_mapped/{}", node), 1);
-  auto deadline = Clock::now() + timeout;
-  while (store->add(fmt::format("shm_mapped/{}", node), 0) < local_size_) {
-    if (Clock::now() > deadline) fail(ErrorCode::kTimeout, "shm transport: the node's ranks did not all map the segment");
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  if (my_local_ == 0) shm_unlink(name.c_str());
+  };
+  base_ = map_shared_segment(*store, spec);
   WEFT_LOG_DEBUG("shm transport: {} local ranks, {} KiB segment", local_size_, bytes_ >> 10);
 }
 

@@ -118,42 +118,51 @@ UcxTransport::UcxTransport(std::shared_ptr<Store> store, int rank, int size, Mil
     ucp_cleanup(context_);
     ucx_fail("ucp_worker_create", st);
   }
-  ucx_check("ucp_worker_get_efd", ucp_worker_get_efd(worker_, &efd_));
+  try {
+    ucx_check("ucp_worker_get_efd", ucp_worker_get_efd(worker_, &efd_));
 
-  ucp_address_t* addr = nullptr;
-  size_t addr_len = 0;
-  ucx_check("ucp_worker_get_address", ucp_worker_get_address(worker_, &addr, &addr_len));
-  Bytes mine(reinterpret_cast<uint8_t*>(addr), reinterpret_cast<uint8_t*>(addr) + addr_len);
-  ucp_worker_release_address(worker_, addr);
-  auto all = store_all_gather(*store, "ucx_addr", rank_, size_, mine, timeout);
+    ucp_address_t* addr = nullptr;
+    size_t addr_len = 0;
+    ucx_check("ucp_worker_get_address", ucp_worker_get_address(worker_, &addr, &addr_len));
+    Bytes mine(reinterpret_cast<uint8_t*>(addr), reinterpret_cast<uint8_t*>(addr) + addr_len);
+    ucp_worker_release_address(worker_, addr);
+    auto all = store_all_gather(*store, "ucx_addr", rank_, size_, mine, timeout);
 
-  eps_.assign(size_, nullptr);
-  failures_.assign(size_, std::string());
-  for (int p = 0; p < size_; ++p) {
-    auto arg = std::make_unique<EpErrorArg>(EpErrorArg{this, p});
-    ucp_ep_params_t ep{};
-    ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                    UCP_EP_PARAM_FIELD_ERR_HANDLER;
-    ep.address = reinterpret_cast<const ucp_address_t*>(all[p].data());
-    ep.err_mode = peer_err_mode ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
-    ep.err_handler.cb = [](void* a, ucp_ep_h, ucs_status_t s) {
-      auto* e = static_cast<EpErrorArg*>(a);
-      e->self->on_peer_error(e->peer, s);
-    };
-    ep.err_handler.arg = arg.get();
-    ucx_check("ucp_ep_create", ucp_ep_create(worker_, &ep, &eps_[p]));
-    ep_args_.push_back(std::move(arg));
-  }
-  // Nobody may tear its worker down while a peer is still connecting to it: wait until every
-  // rank has created its endpoints.
-  store->add("ucx_connected", 1);
-  auto deadline = Clock::now() + timeout;
-  for (auto backoff = std::chrono::microseconds(50); store->add("ucx_connected", 0) < size_;
-       backoff = std::min(backoff * 2, std::chrono::microseconds(20000))) {
-    if (Clock::now() > deadline) {
-      fail(ErrorCode::kTimeout, "UCX transport: not every rank connected within {} ms", timeout.count());
+    eps_.assign(size_, nullptr);
+    failures_.assign(size_, std::string());
+    for (int p = 0; p < size_; ++p) {
+      auto arg = std::make_unique<EpErrorArg>(EpErrorArg{this, p});
+      ucp_ep_params_t ep{};
+      ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                      UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.address = reinterpret_cast<const ucp_address_t*>(all[p].data());
+      ep.err_mode = peer_err_mode ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+      ep.err_handler.cb = [](void* a, ucp_ep_h, ucs_status_t s) {
+        auto* e = static_cast<EpErrorArg*>(a);
+        e->self->on_peer_error(e->peer, s);
+      };
+      ep.err_handler.arg = arg.get();
+      ucx_check("ucp_ep_create", ucp_ep_create(worker_, &ep, &eps_[p]));
+      ep_args_.push_back(std::move(arg));
     }
-    std::this_thread::sleep_for(backoff);
+    // Nobody may tear its worker down while a peer is still connecting to it: wait until every
+    // rank has created its endpoints.
+    store->add("ucx_connected", 1);
+    auto deadline = Clock::now() + timeout;
+    for (auto backoff = std::chrono::microseconds(50); store->add("ucx_connected", 0) < size_;
+         backoff = std::min(backoff * 2, std::chrono::microseconds(20000))) {
+      if (Clock::now() > deadline) {
+        fail(ErrorCode::kTimeout, "UCX transport: not every rank connected within {} ms", timeout.count());
+      }
+      std::this_thread::sleep_for(backoff);
+    }
+  } catch (...) {
+    // A peer that never connects (it died while a shrink built this transport, a timeout): the
+    // worker, its endpoints and descriptors go with the error.
+    close_endpoints(true);
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(context_);
+    throw;
   }
   outstanding_.reserve(1024);
 }
