@@ -29,6 +29,9 @@ struct LaunchOptions {
   std::string timeline;
   bool tag_output = false, dry_run = false, verbose = false;
   std::vector<std::string> program;  // program and its arguments
+  // Set by weftrun (not the command line): where the ranks write their flight recorder dumps
+  // (WEFT_DUMP_DIR; "" when WEFT_TRACE_BUFFER=0). A failed local job's ranks get SIGUSR1 first.
+  std::string dump_dir;
 };
 
 // Bad usage: main prints the message and exits 2.

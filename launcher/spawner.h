@@ -24,6 +24,11 @@ struct SuperviseOptions {
   double timeout_s = 0;  // 0: none
   std::chrono::milliseconds grace{3000};
   bool verbose = false;
+  // When a rank fails or the job times out, first this signal to each other rank's process
+  // (SIGUSR1: a Weft rank writes its flight recorder dump), then SIGTERM after dump_wait.
+  // 0: SIGTERM at once.
+  int dump_signal = 0;
+  std::chrono::milliseconds dump_wait{1000};
 };
 
 // Blocks SIGCHLD, SIGINT, SIGTERM and SIGHUP in the calling thread (and the threads it starts

@@ -199,6 +199,14 @@ weftResult_t weftCommAbort(weftComm_t comm) {
   return guarded(comm, [&] { live(comm, "weftCommAbort")->abort(); });
 }
 
+weftResult_t weftCommDump(weftComm_t comm) {
+  return guarded(comm, [&] {
+    auto c = live(comm, "weftCommDump");
+    if (c->config().trace_buffer == 0) throw Error(ErrorCode::kInvalidUsage, "weftCommDump: the flight recorder is off (WEFT_TRACE_BUFFER=0)");
+    if (c->dump("weftCommDump").empty()) throw Error(ErrorCode::kSystemError, "weftCommDump: the dump could not be written (see the log)");
+  });
+}
+
 weftResult_t weftCommDestroy(weftComm_t comm) {
   return guarded(comm, [&] {
     auto c = live(comm, "weftCommDestroy");

@@ -7,6 +7,7 @@
 #include "runtime/comm/arguments.h"
 #include "runtime/transport/inproc/inproc_transport.h"
 #include "runtime/transport/shm/shm_direct.h"
+#include "runtime/trace/telemetry.h"
 #include "weft/config.h"
 #if WEFT_HAVE_NCCL
 #include "runtime/transport/nccl/device.h"
@@ -43,6 +44,20 @@ Communicator::Communicator(CommInit init)
     direct_ = std::make_unique<ShmDirect>(*store_, rank(), size(), static_cast<uint64_t>(direct_bytes),
                                           static_cast<uint64_t>(piece_bytes), oversubscribed, config_.spin, config_.timeout);
   }
+  if (init_.name.empty()) init_.name = init_.world ? "world" : "comm";
+  TelemetryInit ti;
+  ti.name = init_.name;
+  ti.rank = rank();
+  ti.size = size();
+  ti.world = init_.world || init_.job_ranks;
+  ti.store = store_;
+  ti.timeout = config_.timeout;
+  ti.trace_buffer = config_.trace_buffer;
+  ti.broken = [this] { return failures_.broken_reason(); };
+  ti.last_error = [this] { return failures_.last_error(); };
+  telemetry_ = std::make_unique<Telemetry>(std::move(ti));
+  recorder_ = telemetry_->recorder();
+  queue_->set_recorder(recorder_);
   WEFT_LOG_INFO("communicator ready: rank {}/{} node {}/{} local {}/{} transport {}", rank(), size(), node(), num_nodes(),
                 local_rank(), local_size(), transport_->name());
 }
@@ -117,26 +132,47 @@ std::shared_ptr<Operation> Communicator::submit(const CollectiveArgs& args_in, c
   return w;
 }
 
+namespace {
+// A failed operation: recorded, and on the communicator's first failure (not a bad argument,
+// which leaves nothing in flight) every communicator's flight recorder is dumped; the message
+// then says where.
+std::string record_failure(Telemetry* telemetry, FlightRecorder* rec, uint64_t record, ErrorCode code, std::string why) {
+  if (rec) rec->finished(record, Clock::now(), static_cast<int>(code));
+  if (!telemetry || code == ErrorCode::kInvalidArgument) return why;
+  const std::string path = telemetry->on_failure(why);
+  if (!path.empty()) why += fmt::format(" [flight recorder: {}; run weft-doctor {}]", path, path.substr(0, path.rfind('/')));
+  return why;
+}
+}  // namespace
+
 void Communicator::execute(const std::shared_ptr<Operation>& w) {
   const auto t0 = Clock::now();
   w->started_at_ = t0;
+  FlightRecorder* const rec = recorder_;
+  if (rec) rec->started(w->record_, w->seq_, w->args_, t0);
   const CollectiveArgs& a = w->args_;
   try {
     if (failures_.broken())
       fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(a.kind), failures_.broken_reason());
     if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
-    if (w->device_ >= 0) run_device(*w, t0);
-    else run_host(*w, t0);
-    w->finish(ErrorCode::kSuccess, {});
+    if (w->device_ >= 0) {
+      if (rec) rec->algorithm(w->record_, "nccl");
+      run_device(*w, t0);
+    } else {
+      run_host(*w, t0);
+    }
+    const auto t1 = Clock::now();
+    if (rec) rec->finished(w->record_, t1, 0);
+    w->finish(ErrorCode::kSuccess, {}, t1);
   } catch (const Error& e) {
     // An argument error leaves nothing in flight; anything else may have, so the communicator is
     // broken and the other ranks are told (unless this error came from them).
     auto [code, why] = failures_.on_failure(e, describe_call(a, w->seq_));
-    w->finish(code, why);
+    w->finish(code, record_failure(telemetry_.get(), rec, w->record_, code, std::move(why)));
   } catch (const std::exception& e) {
     failures_.mark_broken(e.what(), true);
     failures_.set_last_error(e.what());
-    w->finish(ErrorCode::kInternalError, e.what());
+    w->finish(ErrorCode::kInternalError, record_failure(telemetry_.get(), rec, w->record_, ErrorCode::kInternalError, e.what()));
   }
 }
 
@@ -154,6 +190,10 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
     FailureWatch::SignatureCheck check(failures_, w.seq_, ctx.signature, true, t0);
     ctx.watchdog = [&check] { check(); };
     ctx.describe = [&] { return describe_call(a, w.seq_); };
+    if (recorder_) {
+      recorder_->algorithm(w.record_, "direct");
+      ctx.wait = recorder_->wait_note(w.record_);
+    }
     direct_->run(a, w.send_, w.recv_, ctx);
     return;
   }
@@ -170,6 +210,10 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
   FailureWatch::SignatureCheck check(failures_, w.seq_, ctx.signature, collective, t0);
   ctx.watchdog = [&check] { check(); };
   ctx.describe = [&] { return describe_call(a, w.seq_); };
+  if (recorder_) {
+    recorder_->algorithm(w.record_, s.algorithm);
+    ctx.wait = recorder_->wait_note(w.record_);
+  }
   executor_.run(s, bufs, ctx);
 }
 
@@ -215,6 +259,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   ci.size = static_cast<int>(members.size());
   ci.transport = init_.transport;
   ci.node_id = init_.node_id;
+  ci.name = fmt::format("{}/split{}.c{}", init_.name, id, color);
   ci.config = config_;
   ci.config.algo = queue_->algorithm();  // the new communicator starts with this one's algorithm
   if (init_.transport == TransportKind::kInproc) {
@@ -245,6 +290,12 @@ void Communicator::abort(const std::string& why) {
   if (nc) nc->abort(why);  // ncclCommAbort: kernels in flight on any stream end
   if (hier) hier->abort(why);
 #endif
+  dump(fmt::format("aborted: {}", why));
+}
+
+std::string Communicator::dump(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(destroy_mu_);
+  return telemetry_ ? telemetry_->dump(reason) : std::string();
 }
 
 void Communicator::destroy() {
@@ -254,6 +305,13 @@ void Communicator::destroy() {
     destroyed_ = true;
   }
   queue_->stop();
+  {
+    // Nothing runs any more: the recorder leaves the process's dumps.
+    std::lock_guard<std::mutex> lock(destroy_mu_);
+    queue_->set_recorder(nullptr);
+    recorder_ = nullptr;
+    telemetry_.reset();
+  }
   {
     std::lock_guard<std::mutex> lock(nccl_mu_);
     nccl_.reset();

@@ -28,6 +28,8 @@ namespace weft {
 
 class InprocFabric;
 class ShmDirect;
+class Telemetry;
+class FlightRecorder;
 namespace nccl {
 class NcclComm;      // runtime/transport/nccl/ (only when built with NCCL)
 class Hierarchical;  // runtime/transport/nccl/hierarchical.h
@@ -44,6 +46,11 @@ struct CommInit {
   std::function<void()> on_destroy;      // e.g. MPI_Finalize when Weft initialised MPI
   std::shared_ptr<void> keep_alive;      // e.g. the store server (rank 0 of the world)
   bool world = false;                    // the job's first communicator: holds the store's lifetime
+  // Observability (docs/OBSERVABILITY.md): the name its flight recorder and metrics give it (the
+  // same on every rank; "" = "world" for the world, else "comm"), and whether its ranks are the
+  // job's (the world, torch's default group): they agree on the dump folder, their rank names the file.
+  std::string name;
+  bool job_ranks = false;
 };
 
 // How submit() runs a call.
@@ -96,6 +103,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void set_last_error(const std::string& e) { failures_.set_last_error(e); }
   // Waits for queued operations, then releases the transport.
   void destroy();
+  // Writes the flight recorder of every communicator of this process (weftCommDump); returns the
+  // file's path, "" when WEFT_TRACE_BUFFER=0 or it could not be written (logged).
+  std::string dump(const std::string& reason = "weftCommDump");
+  const std::string& name() const { return init_.name; }
 
  private:
   explicit Communicator(CommInit init);
@@ -132,6 +143,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   std::mutex destroy_mu_;
   bool destroyed_ = false;
+  // Last: its registration refers to failures_ and must end first.
+  std::unique_ptr<Telemetry> telemetry_;
+  FlightRecorder* recorder_ = nullptr;  // telemetry_'s, or nullptr (WEFT_TRACE_BUFFER=0)
 };
 
 }  // namespace weft

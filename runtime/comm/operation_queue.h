@@ -18,6 +18,8 @@
 
 namespace weft {
 
+class FlightRecorder;
+
 class OperationQueue {
  public:
   using Execute = std::function<void(const std::shared_ptr<Operation>&)>;
@@ -32,6 +34,8 @@ class OperationQueue {
   // The algorithm id stamped on operations submitted from now on ("" = automatic).
   void set_algorithm(std::string id);
   std::string algorithm();
+  // Operations queued for the progress thread are recorded here as queued (nullptr: none).
+  void set_recorder(FlightRecorder* recorder) { recorder_ = recorder; }
   // Returns once nothing is queued or running.
   void wait_idle();
   // Runs what is queued, then ends the progress thread.
@@ -50,6 +54,8 @@ class OperationQueue {
   std::thread thread_;
   std::string algo_;
   uint64_t next_seq_ = 0;
+  uint64_t next_record_ = 0;
+  FlightRecorder* recorder_ = nullptr;
   std::vector<uint16_t> p2p_send_seq_, p2p_recv_seq_;  // per peer
 };
 

@@ -11,6 +11,11 @@
 //   argerror         every rank passes a bad root first: an argument error, then a correct call
 //   idle             after blocking and asynchronous calls (the queue's thread started), the
 //                    process's CPU time over a second of idling must stay under 1% of a core
+//   skip             four all-reduces of 1024 floats, then the last rank skips the fifth (it sleeps
+//                    past the others' timeout and leaves): the others fail, every rank's flight
+//                    recorder must be dumped (the last rank's by its watch thread)
+//   mismatch-small   the same four, then rank 1 calls the fifth with 1023 floats
+//   dump             weftCommDump and SIGUSR1 each write WEFT_DUMP_DIR/rank<R>.json
 //   levels           ranks 2k and 2k+1 act as node k (WEFT_NODE_ID); weftCommSplitLevel's node and
 //                    rail communicators hold the expected ranks, in order, and all-reduce over them
 // After an error every mode checks that the communicator is broken, not half-broken: one more
@@ -19,6 +24,7 @@
 // "rank R: <result> <code> <elapsed ms> <message>".
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -173,6 +179,58 @@ int expect_failure(weft::Comm& comm, const char* mode) {
   }
 }
 
+// Four good all-reduces, then the fifth goes wrong: the last rank skips it (sleeps past the others'
+// timeout), or rank 1 passes another count. The job's dumps are checked by the test (weft-doctor).
+int skip_or_mismatch(weft::Comm& comm, bool skip) {
+  const int r = comm.rank(), n = comm.size();
+  std::vector<float> v(1024, 1.0f);
+  for (int k = 0; k < 4; ++k) comm.all_reduce(v.data(), v.data(), v.size(), weft::Float32, weft::Sum);
+  if (skip && r == n - 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    std::printf("rank %d: SKIPPED\n", r);
+    return 0;
+  }
+  try {
+    comm.all_reduce(v.data(), v.data(), !skip && r == 1 ? 1023 : 1024, weft::Float32, weft::Sum);
+    std::printf("rank %d: NO-ERROR\n", r);
+    return 1;
+  } catch (const weft::Error& e) {
+    std::printf("rank %d: ERROR %d %s\n", r, static_cast<int>(e.code()), e.what());
+    return 0;
+  }
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
+}
+
+// weftCommDump writes the dump at once; SIGUSR1 makes the watch thread write it.
+int dump_modes(weft::Comm& comm) {
+  const int r = comm.rank();
+  const char* dir = std::getenv("WEFT_DUMP_DIR");
+  if (!dir) return 1;
+  const std::string path = std::string(dir) + "/rank" + std::to_string(r) + ".json";
+  std::vector<float> v(16, 1.0f);
+  for (int k = 0; k < 3; ++k) comm.all_reduce(v.data(), v.data(), v.size(), weft::Float32, weft::Sum);
+  comm.dump();
+  if (!file_exists(path)) {
+    std::printf("rank %d: WRONG no %s after weftCommDump\n", r, path.c_str());
+    return 1;
+  }
+  ::unlink(path.c_str());
+  comm.barrier();
+  kill(getpid(), SIGUSR1);
+  for (int i = 0; i < 300 && !file_exists(path); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!file_exists(path)) {
+    std::printf("rank %d: WRONG no %s 3 s after SIGUSR1\n", r, path.c_str());
+    return 1;
+  }
+  comm.barrier();
+  std::printf("rank %d: OK dump\n", r);
+  return 0;
+}
+
 int abort_async(weft::Comm& comm) {
   const int r = comm.rank();
   if (r != 0) {
@@ -274,10 +332,13 @@ int main(int argc, char** argv) {
              : !std::strcmp(mode, "argerror")    ? arg_error(comm)
              : !std::strcmp(mode, "levels")      ? levels(comm)
              : !std::strcmp(mode, "idle")        ? idle(comm)
+             : !std::strcmp(mode, "skip")        ? skip_or_mismatch(comm, true)
+             : !std::strcmp(mode, "mismatch-small") ? skip_or_mismatch(comm, false)
+             : !std::strcmp(mode, "dump")        ? dump_modes(comm)
                                                  : expect_failure(comm, mode);
     std::fflush(stdout);
     if (std::strcmp(mode, "check") != 0 && std::strcmp(mode, "argerror") != 0 && std::strcmp(mode, "levels") != 0 &&
-        std::strcmp(mode, "idle") != 0)
+        std::strcmp(mode, "idle") != 0 && std::strcmp(mode, "dump") != 0)
       _exit(rc);  // a broken communicator: leave without teardown
     return rc;
   } catch (const weft::Error& e) {

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
 
 #include "launcher/run_process.h"
@@ -198,6 +201,120 @@ TEST(Faults, UsableAfterAnArgumentError) {
     EXPECT_NE(r.output.find("ARG 1 "), std::string::npos) << dump(rs);
     EXPECT_NE(r.output.find("OK usable"), std::string::npos) << dump(rs);
   }
+}
+
+// ---- Flight recorder (docs/OBSERVABILITY.md) ----------------------------------------------------
+
+// A fresh, empty folder for a job's dumps.
+std::string dump_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("weft-test-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+nlohmann::json read_dump(const std::string& dir, int rank) {
+  std::ifstream f(dir + "/rank" + std::to_string(rank) + ".json");
+  if (!f) return nullptr;
+  return nlohmann::json::parse(f, nullptr, false);
+}
+
+// `weft-doctor --json dir`: exit status 1 (a problem found) and exactly one finding, returned.
+nlohmann::json doctor_finding(const std::string& dir) {
+  auto js = weft::test::run_process({WEFT_DOCTOR_PATH, "--json", dir}, 30);
+  EXPECT_EQ(js.status, 1) << js.err;
+  const auto j = nlohmann::json::parse(js.out, nullptr, false);
+  if (!j.is_object() || j.at("findings").size() != 1) {
+    ADD_FAILURE() << "expected one finding:\n" << js.out << js.err;
+    return nlohmann::json::object();
+  }
+  return j.at("findings")[0];
+}
+
+// The world communicator's operations in a rank's dump.
+nlohmann::json world_ops(const nlohmann::json& dump) {
+  for (const auto& c : dump.at("communicators"))
+    if (c.at("name") == "world") return c.at("ops");
+  return nlohmann::json::array();
+}
+
+TEST(FlightRecorder, EveryRankDumpsWhenOneSkipsACollective) {
+  const std::string dir = dump_dir("skip");
+  auto rs = run_job(3, {WEFT_TEST_RANK, "skip"}, {"WEFT_TIMEOUT_MS=1500", "WEFT_DUMP_DIR=" + dir});
+  for (auto& r : rs) EXPECT_EQ(r.status, 0) << dump(rs);
+  for (int r = 0; r < 3; ++r) {
+    const auto d = read_dump(dir, r);
+    ASSERT_TRUE(d.is_object()) << "rank " << r << " wrote no dump\n" << dump(rs);
+    EXPECT_EQ(d.at("world_rank"), r);
+    const auto ops = world_ops(d);
+    ASSERT_FALSE(ops.empty()) << d.dump(1);
+    const auto& last = ops.back();
+    EXPECT_EQ(last.at("collective"), "allreduce");
+    EXPECT_EQ(last.at("count"), 1024);
+    if (r == 2) {
+      // It never called #4: its last is #3, done.
+      EXPECT_EQ(last.at("seq"), 3) << d.dump(1);
+      EXPECT_EQ(last.at("state"), "done") << d.dump(1);
+    } else {
+      EXPECT_EQ(last.at("seq"), 4) << d.dump(1);
+      EXPECT_EQ(last.at("state"), "failed") << d.dump(1);
+      EXPECT_EQ(last.at("error"), "timeout") << d.dump(1);
+      EXPECT_EQ(last.at("algorithm"), "direct") << d.dump(1);
+      EXPECT_NE(rs[r].output.find("flight recorder: " + dir), std::string::npos) << "the error names the dump\n" << dump(rs);
+      EXPECT_EQ(last.at("waiting_on").at("rank"), 2) << d.dump(1);
+    }
+  }
+  // weft-doctor names the rank that never called #4, and whom the others waited for.
+  auto doc = weft::test::run_process({WEFT_DOCTOR_PATH, dir}, 30);
+  EXPECT_EQ(doc.status, 1) << doc.out << doc.err;
+  EXPECT_NE(doc.out.find("allreduce #4 (1024 float32, sum) on the world communicator: ranks 0, 1 started it and waited for rank 2"),
+            std::string::npos) << doc.out;
+  EXPECT_NE(doc.out.find("rank 2 never called it (its last was allreduce #3"), std::string::npos) << doc.out;
+  const auto f = doctor_finding(dir);
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f.at("kind"), "not_called");
+  EXPECT_EQ(f.at("seq"), 4);
+  EXPECT_EQ(f.at("missing"), nlohmann::json::array({2}));
+  EXPECT_EQ(f.at("started"), nlohmann::json::array({0, 1}));
+  std::printf("[ figure ] weft-doctor: %s", doc.out.c_str());
+  std::filesystem::remove_all(dir);
+}
+
+// A count mismatch is named as one, with the odd rank and the field.
+TEST(FlightRecorder, DoctorNamesACountMismatch) {
+  const std::string dir = dump_dir("mismatch");
+  auto rs = run_job(3, {WEFT_TEST_RANK, "mismatch-small"}, {"WEFT_TIMEOUT_MS=5000", "WEFT_DUMP_DIR=" + dir});
+  for (auto& r : rs) EXPECT_NE(r.output.find("ERROR 2 "), std::string::npos) << dump(rs);
+  const auto f = doctor_finding(dir);
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f.at("kind"), "mismatch") << f.dump();
+  EXPECT_EQ(f.at("seq"), 4);
+  EXPECT_EQ(f.at("odd"), nlohmann::json::array({1})) << f.dump();
+  EXPECT_EQ(f.at("fields"), nlohmann::json::array({"count"})) << f.dump();
+  EXPECT_NE(f.at("sentence").get<std::string>().find("rank 1 called allreduce #4 (1023 float32, sum)"), std::string::npos) << f.dump();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FlightRecorder, WeftCommDumpAndSigusr1WriteTheDump) {
+  const std::string dir = dump_dir("dump");
+  auto rs = run_job(2, {WEFT_TEST_RANK, "dump"}, {"WEFT_DUMP_DIR=" + dir});
+  for (auto& r : rs) {
+    EXPECT_EQ(r.status, 0) << dump(rs);
+    EXPECT_NE(r.output.find("OK dump"), std::string::npos) << dump(rs);
+  }
+  const auto d = read_dump(dir, 1);
+  ASSERT_TRUE(d.is_object());
+  EXPECT_EQ(d.at("reason"), "SIGUSR1");
+  // Three all-reduces and a barrier, all done, in order.
+  const auto ops = world_ops(d);
+  ASSERT_GE(ops.size(), 4u) << d.dump(1);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(ops[i].at("seq"), i);
+    EXPECT_EQ(ops[i].at("state"), "done");
+    EXPECT_GT(ops[i].at("finished_us").get<double>(), 0);
+  }
+  EXPECT_EQ(ops[3].at("collective"), "barrier");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Bootstrap, MissingEnvironmentIsAClearError) {
