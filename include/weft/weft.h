@@ -99,6 +99,10 @@ WEFT_API weftResult_t weftCommAbort(weftComm_t comm);
 /// a job's dumps). Not collective. weftInvalidUsage when the recorder is off (WEFT_TRACE_BUFFER=0),
 /// weftSystemError when the file cannot be written.
 WEFT_API weftResult_t weftCommDump(weftComm_t comm);
+/// *algorithm: the algorithm that ran comm's last operation ("direct" for the shared-memory latency
+/// path, "ring", "tree", "rhd", "hier", ... docs/ALGORITHMS.md, "p2p", "nccl"; "" before the first).
+/// A static string. Not synchronised with operations still running on another thread.
+WEFT_API weftResult_t weftCommLastAlgorithm(weftComm_t comm, const char** algorithm);
 /// Destroys comm, waiting for its operations; the handle is invalid afterwards.
 WEFT_API weftResult_t weftCommDestroy(weftComm_t comm);
 

@@ -207,6 +207,11 @@ weftResult_t weftCommDump(weftComm_t comm) {
   });
 }
 
+weftResult_t weftCommLastAlgorithm(weftComm_t comm, const char** algorithm) {
+  if (!algorithm) return record(comm, weftInvalidArgument, "weftCommLastAlgorithm: algorithm is NULL");
+  return guarded(comm, [&] { *algorithm = live(comm, "weftCommLastAlgorithm")->last_algorithm(); });
+}
+
 weftResult_t weftCommDestroy(weftComm_t comm) {
   return guarded(comm, [&] {
     auto c = live(comm, "weftCommDestroy");

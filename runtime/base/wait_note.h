@@ -8,6 +8,7 @@
 namespace weft {
 
 struct WaitNote {
+  std::atomic<uint64_t> record{0};  // the operation it belongs to (its flight recorder number + 1)
   std::atomic<int32_t> peer{-1};   // the rank waited for (-1: not waiting, or not known)
   std::atomic<uint32_t> done{0};   // schedule steps completed
   std::atomic<uint32_t> total{0};  // schedule steps of the operation (0: no schedule)
@@ -17,7 +18,11 @@ struct WaitNote {
     done.store(d, std::memory_order_relaxed);
     total.store(t, std::memory_order_relaxed);
   }
-  void clear() { peer.store(-1, std::memory_order_relaxed); }
+  // A new operation: no note yet.
+  void begin(uint64_t rec) {
+    peer.store(-1, std::memory_order_relaxed);
+    record.store(rec + 1, std::memory_order_release);
+  }
 };
 
 }  // namespace weft

@@ -49,6 +49,7 @@ Communicator::Communicator(CommInit init)
   ti.name = init_.name;
   ti.rank = rank();
   ti.size = size();
+  ti.local_rank = local_rank();
   ti.world = init_.world || init_.job_ranks;
   ti.store = store_;
   ti.timeout = config_.timeout;
@@ -57,6 +58,7 @@ Communicator::Communicator(CommInit init)
   ti.last_error = [this] { return failures_.last_error(); };
   telemetry_ = std::make_unique<Telemetry>(std::move(ti));
   recorder_ = telemetry_->recorder();
+  metrics_ = telemetry_->metrics();
   queue_->set_recorder(recorder_);
   WEFT_LOG_INFO("communicator ready: rank {}/{} node {}/{} local {}/{} transport {}", rank(), size(), node(), num_nodes(),
                 local_rank(), local_size(), transport_->name());
@@ -136,9 +138,11 @@ namespace {
 // A failed operation: recorded, and on the communicator's first failure (not a bad argument,
 // which leaves nothing in flight) every communicator's flight recorder is dumped; the message
 // then says where.
-std::string record_failure(Telemetry* telemetry, FlightRecorder* rec, uint64_t record, ErrorCode code, std::string why) {
+std::string record_failure(Telemetry* telemetry, FlightRecorder* rec, uint64_t record, CollectiveKind kind, ErrorCode code,
+                           std::string why) {
   if (rec) rec->finished(record, Clock::now(), static_cast<int>(code));
   if (!telemetry || code == ErrorCode::kInvalidArgument) return why;
+  if (CommMetrics* m = telemetry->metrics()) m->error(kind);
   const std::string path = telemetry->on_failure(why);
   if (!path.empty()) why += fmt::format(" [flight recorder: {}; run weft-doctor {}]", path, path.substr(0, path.rfind('/')));
   return why;
@@ -149,7 +153,7 @@ void Communicator::execute(const std::shared_ptr<Operation>& w) {
   const auto t0 = Clock::now();
   w->started_at_ = t0;
   FlightRecorder* const rec = recorder_;
-  if (rec) rec->started(w->record_, w->seq_, w->args_, t0);
+  if (rec) rec->started(w->record_, w->seq_, w->args_, t0, w->queued_);
   const CollectiveArgs& a = w->args_;
   try {
     if (failures_.broken())
@@ -157,23 +161,58 @@ void Communicator::execute(const std::shared_ptr<Operation>& w) {
     if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
     if (w->device_ >= 0) {
       if (rec) rec->algorithm(w->record_, "nccl");
+      last_algorithm_.store("nccl", std::memory_order_relaxed);
       run_device(*w, t0);
     } else {
       run_host(*w, t0);
     }
     const auto t1 = Clock::now();
     if (rec) rec->finished(w->record_, t1, 0);
+    if (metrics_) {
+      const bool per_rank = a.kind == CollectiveKind::kReduceScatter || a.kind == CollectiveKind::kAllGather ||
+                            a.kind == CollectiveKind::kAllToAll;
+      metrics_->observe(a.kind, last_algorithm(), a.count * dtype_size(a.dtype) * (per_rank ? size() : 1),
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+    }
+    if (log_level() >= LogLevel::kInfo) log_algorithm(*w, std::chrono::duration<double, std::micro>(t1 - t0).count());
     w->finish(ErrorCode::kSuccess, {}, t1);
   } catch (const Error& e) {
     // An argument error leaves nothing in flight; anything else may have, so the communicator is
     // broken and the other ranks are told (unless this error came from them).
     auto [code, why] = failures_.on_failure(e, describe_call(a, w->seq_));
-    w->finish(code, record_failure(telemetry_.get(), rec, w->record_, code, std::move(why)));
+    w->finish(code, record_failure(telemetry_.get(), rec, w->record_, a.kind, code, std::move(why)));
   } catch (const std::exception& e) {
     failures_.mark_broken(e.what(), true);
     failures_.set_last_error(e.what());
-    w->finish(ErrorCode::kInternalError, record_failure(telemetry_.get(), rec, w->record_, ErrorCode::kInternalError, e.what()));
+    w->finish(ErrorCode::kInternalError,
+              record_failure(telemetry_.get(), rec, w->record_, a.kind, ErrorCode::kInternalError, e.what()));
   }
+}
+
+void Communicator::log_algorithm(const Operation& w, double us) {
+  const CollectiveArgs& a = w.args_;
+  if (!telemetry_ || a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) return;
+  constexpr uint32_t kMeasured = 10;  // calls after the first, whose mean is compared with the prediction
+  const std::string algo = last_algorithm();
+  const uint64_t bytes = std::max(send_bytes(a, rank(), size()), recv_bytes(a, rank(), size()));
+  auto& cls = telemetry_->algorithm_class(a.kind, bytes);
+  const uint64_t low = bytes ? uint64_t{1} << (63 - __builtin_clzll(bytes)) : 0;
+  const std::string range = low ? fmt::format("{}-{} B", low, 2 * low - 1) : std::string("0 B");
+  if (cls.algorithm != algo) {  // the class's first call, or another algorithm took it over
+    cls = Telemetry::AlgorithmClass{};
+    cls.algorithm = algo;
+    const std::string why = algorithms_.explain(a, w.algo_, last_algorithm(), &cls.predicted_us);
+    WEFT_LOG_INFO("{} on {} ({} ranks), {}: algorithm '{}' for {}: {}", collective_name(a.kind), name(), size(), range, algo,
+                  describe_call(a, w.seq_), why);
+  }
+  if (cls.calls == 0) cls.first_us = us;
+  else cls.sum_us += us;
+  if (++cls.calls != kMeasured + 1) return;
+  const double mean = cls.sum_us / kMeasured;
+  WEFT_LOG_INFO("{} on {}, {}: algorithm '{}' measured {:.2f} us (mean of {} calls after the first, which took {:.2f} us){}",
+                collective_name(a.kind), name(), range, algo, mean, kMeasured, cls.first_us,
+                cls.predicted_us >= 0 ? fmt::format(" against {:.2f} us predicted ({:.2f}x)", cls.predicted_us, mean / cls.predicted_us)
+                                      : std::string(" (no prediction for it)"));
 }
 
 uint64_t Communicator::direct_calls() const { return direct_ ? direct_->calls() : 0; }
@@ -190,8 +229,10 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
     FailureWatch::SignatureCheck check(failures_, w.seq_, ctx.signature, true, t0);
     ctx.watchdog = [&check] { check(); };
     ctx.describe = [&] { return describe_call(a, w.seq_); };
+    static constexpr const char* kDirect = "direct";
+    last_algorithm_.store(kDirect, std::memory_order_relaxed);
     if (recorder_) {
-      recorder_->algorithm(w.record_, "direct");
+      recorder_->algorithm(w.record_, kDirect);
       ctx.wait = recorder_->wait_note(w.record_);
     }
     direct_->run(a, w.send_, w.recv_, ctx);
@@ -210,6 +251,7 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
   FailureWatch::SignatureCheck check(failures_, w.seq_, ctx.signature, collective, t0);
   ctx.watchdog = [&check] { check(); };
   ctx.describe = [&] { return describe_call(a, w.seq_); };
+  last_algorithm_.store(s.algorithm, std::memory_order_relaxed);
   if (recorder_) {
     recorder_->algorithm(w.record_, s.algorithm);
     ctx.wait = recorder_->wait_note(w.record_);
@@ -294,7 +336,6 @@ void Communicator::abort(const std::string& why) {
 }
 
 std::string Communicator::dump(const std::string& reason) {
-  std::lock_guard<std::mutex> lock(destroy_mu_);
   return telemetry_ ? telemetry_->dump(reason) : std::string();
 }
 
@@ -306,11 +347,10 @@ void Communicator::destroy() {
   }
   queue_->stop();
   {
-    // Nothing runs any more: the recorder leaves the process's dumps.
+    // Nothing runs any more: the recorder leaves the process's dumps, the counters its metrics
+    // (they stay allocated until the destructor: a late reader finds valid memory).
     std::lock_guard<std::mutex> lock(destroy_mu_);
-    queue_->set_recorder(nullptr);
-    recorder_ = nullptr;
-    telemetry_.reset();
+    if (telemetry_) telemetry_->detach();
   }
   {
     std::lock_guard<std::mutex> lock(nccl_mu_);

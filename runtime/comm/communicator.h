@@ -30,6 +30,7 @@ class InprocFabric;
 class ShmDirect;
 class Telemetry;
 class FlightRecorder;
+class CommMetrics;
 namespace nccl {
 class NcclComm;      // runtime/transport/nccl/ (only when built with NCCL)
 class Hierarchical;  // runtime/transport/nccl/hierarchical.h
@@ -107,6 +108,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // file's path, "" when WEFT_TRACE_BUFFER=0 or it could not be written (logged).
   std::string dump(const std::string& reason = "weftCommDump");
   const std::string& name() const { return init_.name; }
+  // The algorithm of the last operation that ran: an algorithm table id, "direct" (the latency
+  // path), "p2p", "nccl"; "" before the first.
+  const char* last_algorithm() const {
+    const char* a = last_algorithm_.load(std::memory_order_relaxed);
+    return a ? a : "";
+  }
 
  private:
   explicit Communicator(CommInit init);
@@ -117,6 +124,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void run_device(Operation& w, std::chrono::steady_clock::time_point t0);
   // The hierarchical path's node NCCL communicator and rail (collective over every rank).
   std::shared_ptr<nccl::Hierarchical> make_hierarchical(int device, const nccl::WaitCtl& ctl);
+  // WEFT_LOG_LEVEL=info: the algorithm of the first call of each collective and size class and
+  // why, then its measured time against the cost model's prediction (docs/OBSERVABILITY.md).
+  void log_algorithm(const Operation& w, double us);
 
   CommInit init_;
   CommConfig config_;
@@ -146,6 +156,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Last: its registration refers to failures_ and must end first.
   std::unique_ptr<Telemetry> telemetry_;
   FlightRecorder* recorder_ = nullptr;  // telemetry_'s, or nullptr (WEFT_TRACE_BUFFER=0)
+  std::atomic<const char*> last_algorithm_{nullptr};
+  CommMetrics* metrics_ = nullptr;  // telemetry_'s, or nullptr (no WEFT_METRICS_PORT / WEFT_METRICS_FILE)
 };
 
 }  // namespace weft

@@ -37,6 +37,7 @@ void Operation::reset() {
   device_ = -1;
   stream_ = nullptr;
   on_stream_ = false;
+  queued_ = false;
   done_ = false;
   code_ = ErrorCode::kSuccess;
   message_.clear();

@@ -35,6 +35,7 @@ void OperationQueue::submit(const std::shared_ptr<Operation>& w, bool async) {
     if (more) cv_.notify_all();
     return;
   }
+  w->queued_ = true;
   if (recorder_) recorder_->queued(w->record_, w->seq_, w->args_, std::chrono::steady_clock::now());
   queue_.push_back(w);
   if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });

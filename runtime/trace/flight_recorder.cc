@@ -35,20 +35,24 @@ std::vector<TraceRecord> FlightRecorder::snapshot() const {
     r.record = id - 1;
     r.seq = s.seq.load(std::memory_order_relaxed);
     r.count = s.count.load(std::memory_order_relaxed);
-    const uint32_t shape = s.shape.load(std::memory_order_relaxed);
+    const uint64_t shape = s.shape.load(std::memory_order_relaxed);
     r.kind = static_cast<CollectiveKind>(shape & 0xff);
     r.dtype = static_cast<DataType>((shape >> 8) & 0xff);
     r.op = static_cast<RedOp>((shape >> 16) & 0xff);
-    r.root = s.root.load(std::memory_order_relaxed);
-    r.state = static_cast<TraceState>(s.state.load(std::memory_order_acquire));
-    r.error = s.error.load(std::memory_order_relaxed);
-    r.queued_ns = s.queued_ns.load(std::memory_order_relaxed);
+    const bool queued = (shape >> 24) & 1;
+    r.root = static_cast<int32_t>(static_cast<uint32_t>(shape >> 32));
+    const uint64_t status = s.status.load(std::memory_order_acquire);
+    r.state = static_cast<TraceState>(status & 0xff);
+    r.error = static_cast<int>((status >> 8) & 0xff);
     r.started_ns = s.started_ns.load(std::memory_order_relaxed);
     r.finished_ns = s.finished_ns.load(std::memory_order_relaxed);
+    r.queued_ns = queued ? s.queued_ns.load(std::memory_order_relaxed) : r.started_ns;
     r.algorithm = s.algorithm.load(std::memory_order_relaxed);
-    r.wait_peer = s.wait.peer.load(std::memory_order_relaxed);
-    r.wait_done = s.wait.done.load(std::memory_order_relaxed);
-    r.wait_total = s.wait.total.load(std::memory_order_relaxed);
+    if (wait_.record.load(std::memory_order_acquire) == id) {
+      r.wait_peer = wait_.peer.load(std::memory_order_relaxed);
+      r.wait_done = wait_.done.load(std::memory_order_relaxed);
+      r.wait_total = wait_.total.load(std::memory_order_relaxed);
+    }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (s.id.load(std::memory_order_relaxed) != id) continue;  // rewritten while read
     out.push_back(r);

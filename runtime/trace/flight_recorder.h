@@ -19,18 +19,17 @@ const char* trace_state_name(TraceState s);
 
 // One operation. Every field is an atomic, so that a dump may read a slot while it is written;
 // `id` (record number + 1, 0 while a slot is rewritten) tells the reader whether it read one
-// operation's fields.
+// operation's fields. Every call writes only the first cache line (and the line of the next slot
+// is prefetched for writing when a call ends); the second is written for queued calls only.
 struct alignas(64) TraceSlot {
   std::atomic<uint64_t> id{0};
   std::atomic<uint64_t> seq{0};
   std::atomic<uint64_t> count{0};
-  std::atomic<uint32_t> shape{0};  // kind | dtype << 8 | op << 16
-  std::atomic<int32_t> root{0};    // the root, or the peer of a send/recv
-  std::atomic<uint32_t> state{0};  // TraceState
-  std::atomic<int32_t> error{0};   // ErrorCode of a failed operation
-  std::atomic<int64_t> queued_ns{0}, started_ns{0}, finished_ns{0};  // steady clock
+  std::atomic<uint64_t> shape{0};   // kind | dtype << 8 | op << 16 | queued << 24 | uint32 root << 32
+  std::atomic<uint64_t> status{0};  // TraceState | ErrorCode << 8
+  std::atomic<int64_t> started_ns{0}, finished_ns{0};  // steady clock
   std::atomic<const char*> algorithm{nullptr};  // a static string: an algorithm table id, "direct", ...
-  WaitNote wait;
+  std::atomic<int64_t> queued_ns{0};            // second line: calls queued for the progress thread
 };
 
 // A consistent copy of one slot, for the dump.
@@ -58,28 +57,32 @@ class FlightRecorder {
   // progress thread at t.
   void queued(uint64_t record, uint64_t seq, const CollectiveArgs& a, TimePoint t) {
     TraceSlot& s = slot(record);
-    fill(s, record, seq, a, TraceState::kQueued, t);
+    fill(s, record, seq, a, TraceState::kQueued, 0, true, t.time_since_epoch().count());
   }
-  // It started at t0 (after queued(), or at once for an inline blocking call).
-  void started(uint64_t record, uint64_t seq, const CollectiveArgs& a, TimePoint t0) {
+  // It started at t0: after queued(), or at once (an inline blocking call: no read of the slot).
+  void started(uint64_t record, uint64_t seq, const CollectiveArgs& a, TimePoint t0, bool was_queued) {
     TraceSlot& s = slot(record);
     const int64_t t = t0.time_since_epoch().count();
-    if (s.id.load(std::memory_order_relaxed) == record + 1) {
+    if (was_queued) {
       s.started_ns.store(t, std::memory_order_relaxed);
-      s.state.store(static_cast<uint32_t>(TraceState::kStarted), std::memory_order_release);
+      s.status.store(static_cast<uint64_t>(TraceState::kStarted), std::memory_order_release);
       return;
     }
-    fill(s, record, seq, a, TraceState::kStarted, t0);
-    s.started_ns.store(t, std::memory_order_relaxed);
+    fill(s, record, seq, a, TraceState::kStarted, t, false, 0);
   }
   void algorithm(uint64_t record, const char* id) { slot(record).algorithm.store(id, std::memory_order_relaxed); }
-  WaitNote* wait_note(uint64_t record) { return &slot(record).wait; }
+  // Where the running operation `record` notes whom it waits for (one note per communicator: its
+  // operations run one at a time).
+  WaitNote* wait_note(uint64_t record) {
+    wait_.begin(record);
+    return &wait_;
+  }
   void finished(uint64_t record, TimePoint t, int error) {
     TraceSlot& s = slot(record);
     s.finished_ns.store(t.time_since_epoch().count(), std::memory_order_relaxed);
-    s.error.store(error, std::memory_order_relaxed);
-    if (!error) s.wait.clear();  // a failed operation keeps whom it waited for
-    s.state.store(static_cast<uint32_t>(error ? TraceState::kFailed : TraceState::kDone), std::memory_order_release);
+    s.status.store(static_cast<uint64_t>(error ? TraceState::kFailed : TraceState::kDone) | static_cast<uint64_t>(error) << 8,
+                   std::memory_order_release);
+    __builtin_prefetch(&slot(record + 1), 1, 3);  // the next call's line, while the caller computes
   }
 
   // The operations recorded, oldest first (at most capacity()); slots being rewritten are left out.
@@ -88,26 +91,26 @@ class FlightRecorder {
 
  private:
   TraceSlot& slot(uint64_t record) { return slots_[record & mask_]; }
-  static void fill(TraceSlot& s, uint64_t record, uint64_t seq, const CollectiveArgs& a, TraceState st, TimePoint t) {
+  static void fill(TraceSlot& s, uint64_t record, uint64_t seq, const CollectiveArgs& a, TraceState st, int64_t started,
+                   bool queued, int64_t queued_ns) {
     s.id.store(0, std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_release);
     s.seq.store(seq, std::memory_order_relaxed);
     s.count.store(a.count, std::memory_order_relaxed);
-    s.shape.store(static_cast<uint32_t>(a.kind) | static_cast<uint32_t>(a.dtype) << 8 | static_cast<uint32_t>(a.op) << 16,
+    s.shape.store(static_cast<uint64_t>(a.kind) | static_cast<uint64_t>(a.dtype) << 8 | static_cast<uint64_t>(a.op) << 16 |
+                      static_cast<uint64_t>(queued) << 24 | static_cast<uint64_t>(static_cast<uint32_t>(a.root)) << 32,
                   std::memory_order_relaxed);
-    s.root.store(a.root, std::memory_order_relaxed);
-    s.state.store(static_cast<uint32_t>(st), std::memory_order_relaxed);
-    s.error.store(0, std::memory_order_relaxed);
-    s.queued_ns.store(t.time_since_epoch().count(), std::memory_order_relaxed);
-    s.started_ns.store(0, std::memory_order_relaxed);
+    s.status.store(static_cast<uint64_t>(st), std::memory_order_relaxed);
+    s.started_ns.store(started, std::memory_order_relaxed);
     s.finished_ns.store(0, std::memory_order_relaxed);
     s.algorithm.store(nullptr, std::memory_order_relaxed);
-    s.wait.clear();
+    if (queued) s.queued_ns.store(queued_ns, std::memory_order_relaxed);
     s.id.store(record + 1, std::memory_order_release);
   }
 
   std::vector<TraceSlot> slots_;
   uint64_t mask_;
+  WaitNote wait_;
 };
 
 }  // namespace weft

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <utility>
 
 #include "runtime/base/log.h"
 #include "runtime/store/store.h"
@@ -28,6 +29,12 @@ std::string agree_job_id(Store& store, int rank, std::chrono::milliseconds timeo
 }  // namespace
 
 Telemetry::Telemetry(TelemetryInit init) {
+  if (MetricsRegistry::enabled()) {
+    auto& metrics = MetricsRegistry::instance();
+    if (init.world) metrics.start(init.rank, init.local_rank);
+    metrics_ = std::make_unique<CommMetrics>(init.rank, init.size);
+    metrics_handle_ = metrics.attach(init.name, init.rank, metrics_.get());
+  }
   if (init.trace_buffer == 0) return;
   recorder_ = std::make_unique<FlightRecorder>(init.trace_buffer);
   auto& registry = TraceRegistry::instance();
@@ -48,13 +55,21 @@ Telemetry::Telemetry(TelemetryInit init) {
   handle_ = registry.attach(std::move(src));
 }
 
-Telemetry::~Telemetry() {
-  if (handle_) TraceRegistry::instance().detach(handle_);
+Telemetry::~Telemetry() { detach(); }
+
+void Telemetry::detach() {
+  if (const uint64_t h = std::exchange(handle_, 0)) TraceRegistry::instance().detach(h);
+  if (const uint64_t h = std::exchange(metrics_handle_, 0)) MetricsRegistry::instance().detach(h);
 }
 
 std::string Telemetry::on_failure(const std::string& why) {
   if (!recorder_ || failure_dumped_.exchange(true)) return "";
   return dump(why);
+}
+
+Telemetry::AlgorithmClass& Telemetry::algorithm_class(CollectiveKind kind, uint64_t bytes) {
+  const int width = bytes ? 64 - __builtin_clzll(bytes) : 0;
+  return classes_[static_cast<size_t>(kind) * 65 + static_cast<size_t>(width)];
 }
 
 std::string Telemetry::dump(const std::string& reason) {

@@ -278,6 +278,22 @@ nlohmann::json TraceRegistry::to_json_locked(const std::string& reason) {
   return out;
 }
 
+TraceRegistry::Window TraceRegistry::window(const std::string& name, uint64_t from) {
+  Window w;
+  w.next = from;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Entry& e : entries_) {
+    if (e.source.name != name || !e.source.recorder) continue;
+    for (const TraceRecord& r : e.source.recorder->snapshot()) {
+      if (r.record < from) continue;
+      w.last_launch_ns = std::max(w.last_launch_ns, r.queued_ns ? r.queued_ns : r.started_ns);
+      w.last_finish_ns = std::max(w.last_finish_ns, r.finished_ns);
+      w.next = std::max(w.next, r.record + 1);
+    }
+  }
+  return w;
+}
+
 std::string TraceRegistry::dump(const std::string& reason) {
   std::lock_guard<std::mutex> write_lock(write_mu_);
   std::string path, text;

@@ -43,6 +43,15 @@ class TraceRegistry {
   std::string dir();   // where dumps go (WEFT_DUMP_DIR or the default)
   std::string path();  // the file this process writes
 
+  // The operations of communicator `name` recorded from record `from` on: the latest time one was
+  // queued or started (its launch) and the latest time one finished (0 when none), and the number
+  // after the last record seen (the next window's `from`). For step metrics (weft_torch.step_end).
+  struct Window {
+    int64_t last_launch_ns = 0, last_finish_ns = 0;
+    uint64_t next = 0;
+  };
+  Window window(const std::string& name, uint64_t from);
+
   // The dump as JSON (what dump() writes).
   nlohmann::json to_json(const std::string& reason);
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include "launcher/run_process.h"
 #include "runtime/transport/shm/shm_transport.h"
@@ -314,6 +315,66 @@ TEST(FlightRecorder, WeftCommDumpAndSigusr1WriteTheDump) {
     EXPECT_GT(ops[i].at("finished_us").get<double>(), 0);
   }
   EXPECT_EQ(ops[3].at("collective"), "barrier");
+  std::filesystem::remove_all(dir);
+}
+
+// ---- Metrics (docs/OBSERVABILITY.md) -------------------------------------------------------------
+
+// `promtool check metrics < path` (Debian's prometheus package): "" when it passes, else its words.
+std::string promtool(const std::string& path) {
+  auto p = weft::test::run_process({"/bin/sh", "-c", std::string(WEFT_PROMTOOL) + " check metrics < '" + path + "'"}, 30);
+  return p.status == 0 ? "" : "promtool failed (" + std::to_string(p.status) + "): " + p.out + p.err;
+}
+
+// The sum of the samples `name{labels...}` whose label sets contain every one of `with`; -1 when none.
+double sample(const std::string& text, const std::string& name, const std::vector<std::string>& with) {
+  std::istringstream in(text);
+  double sum = -1;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    bool all = true;
+    for (const auto& w : with) all &= line.find(w) != std::string::npos;
+    if (all) sum = std::max(sum, 0.0) + std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+TEST(Metrics, FileAndEndpointPassPromtoolAndCountTheCalls) {
+  if (std::string(WEFT_PROMTOOL).empty()) GTEST_SKIP() << "promtool not found (scripts/setup installs prometheus)";
+  const std::string dir = dump_dir("metrics");
+  const int port = weft::test::free_port();
+  auto rs = run_job(2, {WEFT_TEST_RANK, "metrics", dir},
+                    {"WEFT_METRICS_FILE=" + dir + "/weft.prom", "WEFT_METRICS_PORT=" + std::to_string(port)});
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(rs[r].status, 0) << dump(rs);
+    const std::string rank = "rank=\"" + std::to_string(r) + "\"";
+    // The endpoint, read after 9 all-reduces and 3 barriers.
+    const std::string http = dir + "/http." + std::to_string(r) + ".prom";
+    EXPECT_EQ(promtool(http), "");
+    const std::string h = read_text(http);
+    const double small = sample(h, "weft_collective_calls_total", {rank, "collective=\"allreduce\"", "algorithm=\"direct\""});
+    const double all = sample(h, "weft_collective_calls_total", {rank, "collective=\"allreduce\""});
+    EXPECT_EQ(small, 7) << h;
+    EXPECT_EQ(all, 9) << h;
+    EXPECT_EQ(sample(h, "weft_collective_calls_total", {rank, "collective=\"barrier\""}), 3) << h;
+    EXPECT_EQ(sample(h, "weft_collective_latency_seconds_count", {rank, "collective=\"allreduce\"", "algorithm=\"direct\""}), 7) << h;
+    EXPECT_EQ(sample(h, "weft_collective_bytes_total", {rank, "collective=\"allreduce\""}), 7 * 64 + 2.0 * (8 << 20)) << h;
+    EXPECT_GT(sample(h, "weft_collective_busbw_bytes", {rank, "collective=\"allreduce\""}), 0) << h;
+    // The file, written when the communicator went: the reducer's two steps too.
+    const std::string file = dir + "/weft." + std::to_string(r) + ".prom";
+    EXPECT_EQ(promtool(file), "");
+    const std::string t = read_text(file);
+    EXPECT_EQ(sample(t, "weft_steps_total", {rank, "source=\"reducer\""}), 2) << t;
+    const double share = sample(t, "weft_step_sync_share", {rank, "source=\"reducer\""});
+    EXPECT_GE(share, 0) << t;
+    EXPECT_LE(share, 1) << t;
+    EXPECT_EQ(sample(t, "weft_collective_calls_total", {rank, "collective=\"barrier\""}), 3 + 1) << t;  // and the one before the reducer
+  }
   std::filesystem::remove_all(dir);
 }
 
