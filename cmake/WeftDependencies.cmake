@@ -10,6 +10,13 @@ find_package(fmt REQUIRED)                                # libfmt-dev
 find_package(CLI11 CONFIG REQUIRED)                       # libcli11-dev
 set(WEFT_HAVE_UCX 1)
 set(WEFT_HAVE_HWLOC 1)
+# The metrics' HTTP endpoint (WEFT_METRICS_PORT); without it only WEFT_METRICS_FILE.
+pkg_check_modules(HTTPLIB IMPORTED_TARGET cpp-httplib)     # libcpp-httplib-dev
+set(WEFT_HAVE_HTTPLIB 0)
+if(HTTPLIB_FOUND)
+  set(WEFT_HAVE_HTTPLIB 1)
+endif()
+find_program(WEFT_PROMTOOL promtool)                       # prometheus (tests of the metrics' format)
 
 set(WEFT_HAVE_MPI 0)
 if(WEFT_WITH_MPI)
@@ -43,6 +50,9 @@ target_link_libraries(weft_deps INTERFACE PkgConfig::UCX PkgConfig::HWLOC pugixm
                                           nlohmann_json::nlohmann_json fmt::fmt Threads::Threads)
 if(WEFT_HAVE_MPI)
   target_link_libraries(weft_deps INTERFACE MPI::MPI_C)
+endif()
+if(WEFT_HAVE_HTTPLIB)
+  target_link_libraries(weft_deps INTERFACE PkgConfig::HTTPLIB)
 endif()
 if(WEFT_HAVE_NCCL)
   # Host C++ calling the CUDA runtime and NCCL: no CUDA language needed for the library.

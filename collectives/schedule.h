@@ -49,6 +49,7 @@ struct Schedule {
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
   int nranks = 1;
+  const char* algorithm = nullptr;  // the algorithm table id that built it (static), "p2p", ...
   // Filled by finalize(): reverse edges, for the executor.
   std::vector<uint32_t> dependents_begin;  // size steps+1
   std::vector<StepId> dependents;

@@ -1,6 +1,7 @@
 #include "launcher/local_job.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -124,6 +125,7 @@ int run_local(const LaunchOptions& o, const NodeTopology& topo) {
   so.timeout_s = o.timeout_s;
   so.verbose = o.verbose;
   so.keep_going = o.keep_going;
+  if (!o.dump_dir.empty()) so.dump_signal = SIGUSR1;
   int rc = supervise(procs, so);
   server.stop();
   return rc;

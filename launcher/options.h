@@ -30,6 +30,9 @@ struct LaunchOptions {
   bool tag_output = false, dry_run = false, verbose = false;
   bool keep_going = false;       // --keep-going: a rank's death does not stop the others
   std::vector<std::string> program;  // program and its arguments
+  // Set by weftrun (not the command line): where the ranks write their flight recorder dumps
+  // (WEFT_DUMP_DIR; "" when WEFT_TRACE_BUFFER=0). A failed local job's ranks get SIGUSR1 first.
+  std::string dump_dir;
 };
 
 // Bad usage: main prints the message and exits 2.

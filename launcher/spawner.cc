@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -221,6 +222,16 @@ int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opt
     signal_all(sig);
     kill_at = Clock::now() + opts.grace;
   };
+  // A failure: the other ranks get dump_signal first (their flight recorders), SIGTERM later.
+  Clock::time_point term_at = Clock::time_point::max();
+  auto begin_failure_stop = [&](int code) {
+    if (!opts.dump_signal) return begin_stop(code, SIGTERM);
+    stopping = true;
+    result = code;
+    for (const Child& c : children)
+      if (c.alive && c.pid > 0) ::kill(c.pid, opts.dump_signal);
+    term_at = Clock::now() + opts.dump_wait;
+  };
 
   for (size_t i = 0; i < procs.size(); ++i) {
     if (start(procs[i], children[i], opts.tag_output) < 0) {
@@ -242,7 +253,7 @@ int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opt
       }
     }
     auto now = Clock::now();
-    auto next = std::min(kill_at, timeout_at);
+    auto next = std::min({kill_at, timeout_at, term_at});
     int wait_ms = -1;
     if (next != Clock::time_point::max()) {
       wait_ms = static_cast<int>(std::max<int64_t>(
@@ -283,14 +294,19 @@ int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opt
           bool others = alive_count() > 0;
           say(fmt::format("{} (pid {}) {}{}", procs[i].label, pid, describe_status(status),
                           others ? "; stopping the other ranks" : ""));
-          begin_stop(exit_code_of(status), SIGTERM);
+          begin_failure_stop(exit_code_of(status));
         }
       }
     }
     now = Clock::now();
     if (!stopping && now >= timeout_at) {
       say(fmt::format("the job ran past --timeout {}s; stopping every rank", opts.timeout_s));
-      begin_stop(124, SIGTERM);
+      begin_failure_stop(124);
+    }
+    if (now >= term_at) {
+      term_at = Clock::time_point::max();
+      signal_all(SIGTERM);
+      kill_at = now + opts.grace;
     }
     if (stopping && now >= kill_at && alive_count() > 0) {
       for (size_t i = 0; i < children.size(); ++i) {

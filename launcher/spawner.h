@@ -27,6 +27,11 @@ struct SuperviseOptions {
   // --keep-going: a process that fails is reported (and what it started in its group killed),
   // the others keep running; the status then says how the job ended (below).
   bool keep_going = false;
+  // When a rank fails or the job times out, first this signal to each other rank's process
+  // (SIGUSR1: a Weft rank writes its flight recorder dump), then SIGTERM after dump_wait.
+  // 0: SIGTERM at once.
+  int dump_signal = 0;
+  std::chrono::milliseconds dump_wait{1000};
 };
 
 // weftrun's status with --keep-going when some ranks died (by a signal) but every other rank

@@ -1,9 +1,12 @@
 // weftrun: launch a Weft job. See docs/LAUNCHING.md.
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <iostream>
 
 #include "launcher/job_store.h"
+#include "launcher/doctor.h"
 #include "launcher/local_job.h"
 #include "launcher/mpi_command.h"
 #include "launcher/node_topology.h"
@@ -76,6 +79,36 @@ int run_mpi(const LaunchOptions& o, const LaunchPlan& plan, const NodeTopology& 
   return rc;
 }
 
+// Where the ranks' flight recorders go: WEFT_DUMP_DIR, else a folder of this job's own (set in
+// weftrun's environment, so that local ranks inherit it and mpirun forwards it). "" when off.
+std::string prepare_dump_dir() {
+  const char* buffer = std::getenv("WEFT_TRACE_BUFFER");
+  if (buffer && std::string(buffer) == "0") return "";
+  if (const char* d = std::getenv("WEFT_DUMP_DIR"); d && *d) return d;
+  const std::string dir = "/tmp/weft-dumps/weftrun-" + std::to_string(::getpid());
+  ::setenv("WEFT_DUMP_DIR", dir.c_str(), 1);
+  return dir;
+}
+
+// After a failed job: what weft-doctor finds in the dumps this job wrote.
+void run_doctor(const std::string& dir, double since) {
+  try {
+    auto report = diagnose_dir(dir, since);
+    std::cerr << "weftrun: weft-doctor " << dir << ":\n";
+    std::string text = doctor_text(report), line;
+    for (size_t i = 0; i < text.size(); ++i) {
+      if (text[i] != '\n') {
+        line += text[i];
+        continue;
+      }
+      std::cerr << "weftrun:   " << line << "\n";
+      line.clear();
+    }
+  } catch (const std::exception&) {
+    // No dump this job (a program that is not a Weft job, or ranks that died first): nothing to say.
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -86,7 +119,12 @@ int main(int argc, char** argv) {
     LaunchPlan plan = decide_launch(*opts);
     if (opts->verbose) std::cerr << "weftrun: " << plan.reason << "\n";
     NodeTopology topo = probe_node_topology();
-    return plan.use_mpi ? run_mpi(*opts, plan, topo) : run_local(*opts, topo);
+    if (!opts->dry_run) opts->dump_dir = prepare_dump_dir();
+    const double started =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count() - 1.0;
+    const int rc = plan.use_mpi ? run_mpi(*opts, plan, topo) : run_local(*opts, topo);
+    if (rc != 0 && !opts->dump_dir.empty()) run_doctor(opts->dump_dir, started);
+    return rc;
   } catch (const UsageError& e) {
     std::cerr << "weftrun: " << e.message << "\nusage: weftrun -np N [options] [--] program [args...]"
               << " (weftrun --help)\n";

@@ -5,6 +5,7 @@
 #include "overlap/reducer_impl.h"
 #include "runtime/base/error.h"
 #include "runtime/base/log.h"
+#include "runtime/trace/metrics.h"
 
 namespace weft::overlap {
 
@@ -74,6 +75,7 @@ StepStats Reducer::finalize(void* stream) {
     for (Param& p : params_) p.accumulated = false;
   }
   trace_step_locked(s, fin_begin, end);
+  if (MetricsRegistry::enabled()) MetricsRegistry::instance().record_step("reducer", s.step_ms / 1e3, s.exposed_comm_ms / 1e3);
   WEFT_LOG_INFO("reducer step {}{}: step {:.3f} ms, backward {:.3f} ms, comm {:.3f} ms, exposed {:.3f} ms "
                 "(sync overhead {:.1f}%), overlap ratio {:.2f}, {} buckets, {} bytes",
                 s.step, s.synced ? "" : " (no_sync)", s.step_ms, s.backward_ms, s.comm_ms, s.exposed_comm_ms,

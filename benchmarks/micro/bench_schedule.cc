@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "collectives/collective.h"
+#include "runtime/trace/flight_recorder.h"
 
 namespace {
 
@@ -36,6 +37,24 @@ void Args(benchmark::internal::Benchmark* b) {
 BENCHMARK_CAPTURE(BM_BuildSchedule, ring, "ring")->Apply(Args);
 BENCHMARK_CAPTURE(BM_BuildSchedule, rhd, "rhd")->Apply(Args);
 BENCHMARK_CAPTURE(BM_BuildSchedule, tree, "tree")->Apply(Args);
+
+// What the flight recorder adds to one blocking call (docs/OBSERVABILITY.md): its hooks as the
+// communicator calls them (started, algorithm, wait_note, finished), ring of `slots` slots.
+void BM_FlightRecorderCall(benchmark::State& state) {
+  weft::FlightRecorder rec(static_cast<size_t>(state.range(0)));
+  weft::CollectiveArgs args;
+  args.count = 2;
+  uint64_t i = 0;
+  const auto t = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    rec.started(i, i, args, t, false);
+    rec.algorithm(i, "direct");
+    benchmark::DoNotOptimize(rec.wait_note(i));
+    rec.finished(i, t, 0);
+    ++i;
+  }
+}
+BENCHMARK(BM_FlightRecorderCall)->Arg(16)->Arg(2048)->ArgName("slots");
 
 }  // namespace
 

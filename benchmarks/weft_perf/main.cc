@@ -346,6 +346,9 @@ int main(int argc, char** argv) {
             row.count = sh.total, row.bytes = sh.total * t->size;
             row.oop = run_one(b, c, *t, op, sz, false);
             if (c != Coll::kSendRecv) row.ip = run_one(b, c, *t, op, sz, true);
+            const char* ran = "";
+            WCHECK(weftCommLastAlgorithm(b.comm, &ran));
+            row.ran = ran;
             for (const Half* h : {&row.oop, &row.ip})
               if (h->ran) bw_sum += h->busbw, ++bw_n;
             if (b.rank == 0) rep.row(row);

@@ -14,7 +14,7 @@ Report::Report(const std::string& csv_path, const std::string& json_path, bool t
     : csv_(open_out(csv_path)), json_(open_out(json_path)), table_(table), algo_col_(algo_column) {
   if (csv_)
     std::fprintf(csv_, "collective,nranks,size,count,type,redop,root,oop_time_us,oop_algbw,oop_busbw,oop_wrong,"
-                       "ip_time_us,ip_algbw,ip_busbw,ip_wrong%s\n", algo_col_ ? ",algo" : "");
+                       "ip_time_us,ip_algbw,ip_busbw,ip_wrong%s,algorithm\n", algo_col_ ? ",algo" : "");
   if (json_) std::fprintf(json_, "{\"results\": [");
 }
 
@@ -27,8 +27,8 @@ void Report::header(const std::string& coll, int nranks, const std::string& how)
   if (!table_) return;
   std::printf("# weft-perf: %s, %d ranks, %s\n#\n", coll.c_str(), nranks, how.c_str());
   std::printf("#%79s%37s\n", "out-of-place", "in-place");
-  std::printf("#%11s %13s %9s %7s %6s %9s %7s %7s %6s %9s %7s %7s %6s%s\n", "size", "count", "type", "redop", "root",
-              "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", algo_col_ ? "  algo" : "");
+  std::printf("#%11s %13s %9s %7s %6s %9s %7s %7s %6s %9s %7s %7s %6s  %-9s%s\n", "size", "count", "type", "redop", "root",
+              "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "algorithm", algo_col_ ? "  algo" : "");
   std::printf("#%11s %13s %9s %7s %6s %9s %7s %7s %6s %9s %7s %7s %6s\n", "(B)", "(elements)", "", "", "", "(us)",
               "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   std::fflush(stdout);
@@ -58,6 +58,7 @@ void Report::row(const Row& r) {
     std::printf(" %11zu %13zu %9s %7s %6d", r.bytes, r.count, r.type.c_str(), r.op.c_str(), r.root);
     half_table(r.oop);
     half_table(r.ip);
+    std::printf("  %-9s", r.ran.c_str());
     if (algo_col_) std::printf("  %s", r.algo.c_str());
     std::printf("\n");
     std::fflush(stdout);
@@ -68,7 +69,7 @@ void Report::row(const Row& r) {
     half_csv(csv_, r.oop);
     half_csv(csv_, r.ip);
     if (algo_col_) std::fprintf(csv_, ",%s", r.algo.c_str());
-    std::fprintf(csv_, "\n");
+    std::fprintf(csv_, ",%s\n", r.ran.c_str());
     std::fflush(csv_);
   }
   if (json_) {
@@ -79,6 +80,7 @@ void Report::row(const Row& r) {
     half_json(json_, "out_of_place", r.oop);
     half_json(json_, "in_place", r.ip);
     if (algo_col_) std::fprintf(json_, ", \"algo\": \"%s\"", r.algo.c_str());
+    std::fprintf(json_, ", \"algorithm\": \"%s\"", r.ran.c_str());
     std::fprintf(json_, "}");
     first_json_ = false;
   }

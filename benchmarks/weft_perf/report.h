@@ -16,6 +16,7 @@ struct Row {
   size_t bytes = 0, count = 0;
   int root = -1, nranks = 0;
   std::string algo;  // with several --algo values: the one this row ran ("auto": the automatic choice)
+  std::string ran;   // the algorithm that ran the row's last call (weftCommLastAlgorithm): direct, ring, ...
   Half oop, ip;
 };
 

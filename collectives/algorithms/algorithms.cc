@@ -91,6 +91,7 @@ Schedule build_schedule(const Algorithm& algo, const CollectiveArgs& args, int r
   ScheduleBuilder b(rank, nranks, args.dtype, args.op);
   algo.build(b, args, opt);
   Schedule s = b.finish();
+  s.algorithm = algo.id;
   s.validate(send_bytes(args, rank, nranks), recv_bytes(args, rank, nranks));
   return s;
 }

@@ -19,6 +19,7 @@ Schedule build_p2p_schedule(const CollectiveArgs& a, int rank, int nranks) {
   if (a.kind == CollectiveKind::kSend) b.send(a.root, {Buf::kSend, 0}, bytes);
   else b.recv(a.root, {Buf::kRecv, 0}, bytes);
   Schedule s = b.finish();
+  s.algorithm = "p2p";
   s.validate(send_bytes(a, rank, nranks), recv_bytes(a, rank, nranks));
   return s;
 }

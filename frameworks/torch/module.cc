@@ -5,10 +5,47 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <chrono>
+#include <mutex>
+
 #include "frameworks/torch/process_group.h"
+#include "runtime/trace/metrics.h"
+#include "runtime/trace/trace_registry.h"
 #include "weft/config.h"
 
 namespace py = pybind11;
+
+namespace {
+
+// weft_torch.dump(): the flight recorder of every weft group of this process; its path.
+std::string dump() { return weft::TraceRegistry::instance().dump("weft_torch.dump()"); }
+
+// weft_torch.step_end(): a training step ended (call it after optimizer.step()). Its time is the
+// time since the previous call; its exposed sync time runs from the last operation the default
+// group launched in the step (DDP's last bucket, launched when the backward ends) to the last one
+// that finished, read from the flight recorder. Both go to the metrics (weft_step_*{source="torch"}).
+// Returns (step seconds, exposed sync seconds); (0, 0) for the first call, which starts the count.
+std::pair<double, double> step_end() {
+  static std::mutex mu;
+  static std::chrono::steady_clock::time_point last{};
+  static uint64_t next = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  const auto now = std::chrono::steady_clock::now();
+  const auto w = weft::TraceRegistry::instance().window("torch", next);
+  next = w.next;
+  if (last == std::chrono::steady_clock::time_point{}) {
+    last = now;
+    return {0.0, 0.0};
+  }
+  const double step = std::chrono::duration<double>(now - last).count();
+  last = now;
+  const double exposed = w.last_finish_ns > w.last_launch_ns && w.last_launch_ns > 0
+                             ? static_cast<double>(w.last_finish_ns - w.last_launch_ns) * 1e-9 : 0.0;
+  if (weft::MetricsRegistry::enabled()) weft::MetricsRegistry::instance().record_step("torch", step, exposed);
+  return {step, exposed};
+}
+
+}  // namespace
 
 PYBIND11_MODULE(_weft_torch, m) {
   m.doc() = "Weft as a torch.distributed backend (import weft_torch, then init_process_group('weft'))";
@@ -21,6 +58,11 @@ PYBIND11_MODULE(_weft_torch, m) {
         py::call_guard<py::gil_scoped_release>(),
         "weftCommShrink on a weft group (collective over the survivors): returns the new group and the group rank of each "
         "of its ranks in the old one. exclude: group ranks to leave out, or None for the ranks that failed, agreed.");
+  m.def("dump", &dump, py::call_guard<py::gil_scoped_release>(),
+        "Writes the flight recorder of every weft group of this process (WEFT_DUMP_DIR/rank<R>.json); returns the path "
+        "('' when WEFT_TRACE_BUFFER=0 or it could not be written).");
+  m.def("step_end", &step_end, py::call_guard<py::gil_scoped_release>(),
+        "Marks the end of a training step: returns (step seconds, exposed sync seconds) and feeds the metrics.");
   m.attr("__version__") = WEFT_VERSION_STRING;
   m.attr("gpu_path_built") = false;
 }

@@ -114,6 +114,10 @@ ProcessGroupWeft::ProcessGroupWeft(const c10::intrusive_ptr<c10d::Store>& store,
     init.size = size;
     init.transport = TransportKind::kUcx;
     if (const char* node = std::getenv("WEFT_NODE_ID")) init.node_id = node;  // "" = the hostname
+    // The flight recorder and metrics name it "torch"; a group of every rank names the dumps.
+    init.name = "torch";
+    const char* world = std::getenv("WORLD_SIZE");
+    init.job_ranks = world && std::atoi(world) == size;
     comm_ = Communicator::create(std::move(init));
   } catch (const std::exception& e) {
     TORCH_CHECK(false, "weft: could not create the process group (rank ", rank, " of ", size, "): ", e.what());

@@ -94,6 +94,15 @@ WEFT_API weftResult_t weftCommLocalCount(weftComm_t comm, int* local_count);
 WEFT_API weftResult_t weftCommNode(weftComm_t comm, int* node, int* node_count);
 /// Aborts every operation in flight on comm (from any thread); comm is broken afterwards.
 WEFT_API weftResult_t weftCommAbort(weftComm_t comm);
+/// Writes the flight recorder (the last WEFT_TRACE_BUFFER operations of every communicator of this
+/// process) as JSON to WEFT_DUMP_DIR/rank<R>.json (docs/OBSERVABILITY.md; `weft-doctor DIR` reads
+/// a job's dumps). Not collective. weftInvalidUsage when the recorder is off (WEFT_TRACE_BUFFER=0),
+/// weftSystemError when the file cannot be written.
+WEFT_API weftResult_t weftCommDump(weftComm_t comm);
+/// *algorithm: the algorithm that ran comm's last operation ("direct" for the shared-memory latency
+/// path, "ring", "tree", "rhd", "hier", ... docs/ALGORITHMS.md, "p2p", "nccl"; "" before the first).
+/// A static string. Not synchronised with operations still running on another thread.
+WEFT_API weftResult_t weftCommLastAlgorithm(weftComm_t comm, const char** algorithm);
 /// Destroys comm, waiting for its operations; the handle is invalid afterwards.
 WEFT_API weftResult_t weftCommDestroy(weftComm_t comm);
 

@@ -140,6 +140,8 @@ class Comm {
     return ranks;
   }
   void abort() { detail::check(weftCommAbort(c_), c_); }
+  /// Writes the flight recorder of this process (weftCommDump).
+  void dump() { detail::check(weftCommDump(c_), c_); }
   // weftCommSetAlgorithm: "" restores the automatic choice.
   void set_algorithm(const std::string& algorithm) { detail::check(weftCommSetAlgorithm(c_, algorithm.c_str()), c_); }
 

@@ -216,6 +216,19 @@ weftResult_t weftCommAbort(weftComm_t comm) {
   return guarded(comm, [&] { live(comm, "weftCommAbort")->abort(); });
 }
 
+weftResult_t weftCommDump(weftComm_t comm) {
+  return guarded(comm, [&] {
+    auto c = live(comm, "weftCommDump");
+    if (c->config().trace_buffer == 0) throw Error(ErrorCode::kInvalidUsage, "weftCommDump: the flight recorder is off (WEFT_TRACE_BUFFER=0)");
+    if (c->dump("weftCommDump").empty()) throw Error(ErrorCode::kSystemError, "weftCommDump: the dump could not be written (see the log)");
+  });
+}
+
+weftResult_t weftCommLastAlgorithm(weftComm_t comm, const char** algorithm) {
+  if (!algorithm) return record(comm, weftInvalidArgument, "weftCommLastAlgorithm: algorithm is NULL");
+  return guarded(comm, [&] { *algorithm = live(comm, "weftCommLastAlgorithm")->last_algorithm(); });
+}
+
 weftResult_t weftCommDestroy(weftComm_t comm) {
   return guarded(comm, [&] {
     live(comm, "weftCommDestroy");

@@ -49,6 +49,7 @@ CommConfig CommConfig::from_env(const EnvLookup& env) {
   c.gpu_hierarchical = env_int(env, "WEFT_GPU_HIERARCHICAL", 0, 0, 1) == 1;
   c.gpu_chunk_bytes = static_cast<uint64_t>(env_int(env, "WEFT_GPU_CHUNK_BYTES", static_cast<int64_t>(c.gpu_chunk_bytes), 4096,
                                                     int64_t{1} << 30));
+  c.trace_buffer = static_cast<uint64_t>(env_int(env, "WEFT_TRACE_BUFFER", static_cast<int64_t>(c.trace_buffer), 0, 1 << 20));
   return c;
 }
 

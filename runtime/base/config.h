@@ -32,6 +32,7 @@ struct CommConfig {
   bool ucx_peer_errors = false;                // WEFT_UCX_ERR_MODE=peer|none
   bool gpu_hierarchical = false;               // WEFT_GPU_HIERARCHICAL=1: device all-reduce across nodes through the host
   uint64_t gpu_chunk_bytes = 4 << 20;          // WEFT_GPU_CHUNK_BYTES: its pipelining chunk
+  uint64_t trace_buffer = 2048;                // WEFT_TRACE_BUFFER: flight recorder slots per communicator (0: off)
 
   static CommConfig from_env(const EnvLookup& env);
 };

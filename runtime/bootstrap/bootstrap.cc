@@ -136,6 +136,7 @@ std::shared_ptr<Communicator> init_world_from_env(const EnvLookup& env) {
   init.on_destroy = on_destroy;
   init.keep_alive = server;
   init.world = true;
+  init.name = "world";
   try {
     return Communicator::create(std::move(init));
   } catch (...) {

@@ -59,6 +59,36 @@ const Schedule& AlgorithmChoice::schedule_for(const CollectiveArgs& a, const std
   return schedules_.emplace(key, std::move(s)).first->second;
 }
 
+std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string& algo_id, const char* chosen,
+                                     double* predicted_us) {
+  *predicted_us = -1;
+  const std::string c = chosen ? chosen : "";
+  const bool modelled = a.kind == CollectiveKind::kAllReduce || a.kind == CollectiveKind::kReduceScatter ||
+                        a.kind == CollectiveKind::kAllGather;
+  const uint64_t per = a.kind == CollectiveKind::kAllReduce || !modelled ? 1 : static_cast<uint64_t>(m_.size);
+  const uint64_t bytes = a.count * dtype_size(a.dtype) * per;
+  std::string why;
+  if (c == "direct") why = "the shared-memory latency path (every rank on this node, at most WEFT_DIRECT_BYTES)";
+  else if (!algo_id.empty() && c == algo_id) why = fmt::format("forced by WEFT_ALGO / weftCommSetAlgorithm ('{}')", algo_id);
+  else if (modelled && m_.num_nodes > 1) why = "the cost model's fastest across nodes (weft-topo plan)";
+  else why = fmt::format("the measured crossover for {} ranks on {} node(s) (docs/ALGORITHMS.md)", m_.size, m_.num_nodes);
+  if (!modelled || m_.size < 2) return why;
+  try {
+    const int nodes = std::max(1, m_.num_nodes);
+    auto plans = rank_plans(topo::make_uniform_cluster(summary(), nodes, std::max(1, m_.size / nodes)), a.kind, bytes,
+                            model(), config_.slice_bytes);
+    std::vector<std::string> parts;
+    for (const auto& p : plans) {
+      parts.push_back(fmt::format("{} {:.1f} us", p.plan.algorithm, p.predicted_us));
+      if (p.plan.algorithm == c) *predicted_us = p.predicted_us;
+    }
+    if (!parts.empty()) why += fmt::format("; cost model's predictions for {} B: {}", bytes, fmt::join(parts, ", "));
+  } catch (const std::exception& e) {
+    why += fmt::format("; no cost model prediction ({})", e.what());
+  }
+  return why;
+}
+
 // Across nodes (WEFT_ALGO unset) the cost model picks the all-reduce, reduce-scatter and all-gather
 // algorithm over a uniform cluster view of this node type: the same function as `weft-topo plan`.
 const Algorithm* AlgorithmChoice::planned(CollectiveKind kind, uint64_t bytes) {

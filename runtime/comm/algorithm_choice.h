@@ -27,6 +27,11 @@ class AlgorithmChoice {
   static void check_id(const std::string& id, const char* what);
   // The schedule of `a` under algorithm `algo_id` ("" = automatic).
   const Schedule& schedule_for(const CollectiveArgs& a, const std::string& algo_id);
+  // Why `chosen` ran `a` (logged for the first call of each collective and size class at
+  // WEFT_LOG_LEVEL=info): the user's choice, the latency path, the cost model's choice across
+  // nodes or the measured crossovers, with the model's predicted times of the candidates.
+  // *predicted_us: the chosen algorithm's prediction, -1 where the model has none.
+  std::string explain(const CollectiveArgs& a, const std::string& algo_id, const char* chosen, double* predicted_us);
 
  private:
   const Algorithm* planned(CollectiveKind kind, uint64_t bytes);

@@ -8,6 +8,7 @@
 #include "runtime/comm/arguments.h"
 #include "runtime/transport/inproc/inproc_transport.h"
 #include "runtime/transport/shm/shm_direct.h"
+#include "runtime/trace/telemetry.h"
 #include "weft/config.h"
 #if WEFT_HAVE_NCCL
 #include "runtime/transport/nccl/device.h"
@@ -51,6 +52,22 @@ Communicator::Communicator(CommInit init)
     direct_ = std::make_unique<ShmDirect>(*store_, rank(), size(), static_cast<uint64_t>(direct_bytes),
                                           static_cast<uint64_t>(piece_bytes), oversubscribed, config_.spin, config_.timeout);
   }
+  if (init_.name.empty()) init_.name = init_.world ? "world" : "comm";
+  TelemetryInit ti;
+  ti.name = init_.name;
+  ti.rank = rank();
+  ti.size = size();
+  ti.local_rank = local_rank();
+  ti.world = init_.world || init_.job_ranks;
+  ti.store = store_;
+  ti.timeout = config_.timeout;
+  ti.trace_buffer = config_.trace_buffer;
+  ti.broken = [this] { return failures_.broken_reason(); };
+  ti.last_error = [this] { return failures_.last_error(); };
+  telemetry_ = std::make_unique<Telemetry>(std::move(ti));
+  recorder_ = telemetry_->recorder();
+  metrics_ = telemetry_->metrics();
+  queue_->set_recorder(recorder_);
   WEFT_LOG_INFO("communicator ready: rank {}/{} node {}/{} local {}/{} transport {}", rank(), size(), node(), num_nodes(),
                 local_rank(), local_size(), transport_->name());
 }
@@ -92,6 +109,19 @@ std::pair<ErrorCode, std::string> guarded_call(FailureWatch& failures, const Col
   }
 }
 
+// A failed operation: recorded, and on the communicator's first failure (not a bad argument,
+// which leaves nothing in flight) every communicator's flight recorder is dumped; the message
+// then says where.
+std::string record_failure(Telemetry* telemetry, FlightRecorder* rec, uint64_t record, CollectiveKind kind, ErrorCode code,
+                           std::string why) {
+  if (rec) rec->finished(record, Clock::now(), static_cast<int>(code));
+  if (!telemetry || code == ErrorCode::kInvalidArgument) return why;
+  if (CommMetrics* m = telemetry->metrics()) m->error(kind);
+  const std::string path = telemetry->on_failure(why);
+  if (!path.empty()) why += fmt::format(" [flight recorder: {}; run weft-doctor {}]", path, path.substr(0, path.rfind('/')));
+  return why;
+}
+
 }  // namespace
 
 CollectiveArgs Communicator::admit(const CollectiveArgs& args_in, const void* send, const void* recv, SubmitMode mode,
@@ -128,8 +158,18 @@ void Communicator::run(const CollectiveArgs& args_in, const void* send, void* re
   if (device < 0 && direct_ && direct_->handles(args)) {
     std::pair<ErrorCode, std::string> result;
     // Idle queue and the automatic algorithm: the call runs here (the queue numbers it).
-    const bool ran = queue_->run_inline([&](uint64_t seq) {
-      result = guarded_call(failures_, args, seq, [&] { run_direct(args, send, recv, seq, {}); });
+    // Clocks are read only when something records the call (the flight recorder, on by default;
+    // metrics; the algorithm log); otherwise only once the call waits.
+    const bool ran = queue_->run_inline([&](uint64_t seq, uint64_t record) {
+      FlightRecorder* const rec = recorder_;
+      const bool timed = rec || metrics_ || log_level() >= LogLevel::kInfo;
+      const Clock::time_point t0 = timed ? Clock::now() : Clock::time_point{};
+      if (rec) rec->started(record, seq, args, t0, false);
+      result = guarded_call(failures_, args, seq, [&] { run_direct(args, send, recv, seq, record, t0); });
+      if (result.first != ErrorCode::kSuccess)
+        result.second = record_failure(telemetry_.get(), rec, record, args.kind, result.first, std::move(result.second));
+      else if (timed)
+        observe(args, {}, seq, record, t0, Clock::now());
     });
     if (ran) {
       if (result.first != ErrorCode::kSuccess) throw Error(result.first, result.second);
@@ -182,21 +222,48 @@ std::shared_ptr<Operation> Communicator::submit(const CollectiveArgs& args_in, c
   return w;
 }
 
+
 void Communicator::execute(const std::shared_ptr<Operation>& w) {
   const auto t0 = Clock::now();
   w->started_at_ = t0;
+  FlightRecorder* const rec = recorder_;
+  if (rec) rec->started(w->record_, w->seq_, w->args_, t0, w->queued_);
   const CollectiveArgs& a = w->args_;
   auto [code, why] = guarded_call(failures_, a, w->seq_, [&] {
     if (failures_.broken())
       fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(a.kind), failures_.broken_reason());
     if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
-    if (w->device_ >= 0) run_device(*w, t0);
-    else run_host(*w, t0);
+    if (w->device_ >= 0) {
+      if (rec) rec->algorithm(w->record_, "nccl");
+      last_algorithm_.store("nccl", std::memory_order_relaxed);
+      run_device(*w, t0);
+    } else {
+      run_host(*w, t0);
+    }
   });
-  w->finish(code, std::move(why));
+  if (code == ErrorCode::kSuccess) {
+    const auto t1 = Clock::now();
+    observe(a, w->algo_, w->seq_, w->record_, t0, t1);
+    w->finish(ErrorCode::kSuccess, {}, t1);
+  } else {
+    w->finish(code, record_failure(telemetry_.get(), rec, w->record_, a.kind, code, std::move(why)));
+  }
 }
 
-void Communicator::run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq, Clock::time_point start) {
+void Communicator::observe(const CollectiveArgs& a, const std::string& forced, uint64_t seq, uint64_t record,
+                           Clock::time_point t0, Clock::time_point t1) {
+  if (recorder_) recorder_->finished(record, t1, 0);
+  if (metrics_) {
+    const bool per_rank = a.kind == CollectiveKind::kReduceScatter || a.kind == CollectiveKind::kAllGather ||
+                          a.kind == CollectiveKind::kAllToAll;
+    metrics_->observe(a.kind, last_algorithm(), a.count * dtype_size(a.dtype) * (per_rank ? size() : 1),
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+  }
+  if (log_level() >= LogLevel::kInfo) log_algorithm(a, forced, seq, std::chrono::duration<double, std::micro>(t1 - t0).count());
+}
+
+void Communicator::run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq, uint64_t record,
+                              Clock::time_point start) {
   if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
   DirectContext ctx;
   ctx.start = start;
@@ -218,7 +285,38 @@ void Communicator::run_direct(const CollectiveArgs& a, const void* send, void* r
     (*w->check)();
   };
   ctx.describe = [w = &watch] { return describe_call(w->a, w->seq); };
+  static constexpr const char* kDirect = "direct";
+  last_algorithm_.store(kDirect, std::memory_order_relaxed);
+  if (recorder_) {
+    recorder_->algorithm(record, kDirect);
+    ctx.wait = recorder_->wait_note(record);
+  }
   direct_->run(a, send, recv, ctx);
+}
+
+void Communicator::log_algorithm(const CollectiveArgs& a, const std::string& forced, uint64_t seq, double us) {
+  if (!telemetry_ || a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) return;
+  constexpr uint32_t kMeasured = 10;  // calls after the first, whose mean is compared with the prediction
+  const std::string algo = last_algorithm();
+  const uint64_t bytes = std::max(send_bytes(a, rank(), size()), recv_bytes(a, rank(), size()));
+  auto& cls = telemetry_->algorithm_class(a.kind, bytes);
+  const uint64_t low = bytes ? uint64_t{1} << (63 - __builtin_clzll(bytes)) : 0;
+  const std::string range = low ? fmt::format("{}-{} B", low, 2 * low - 1) : std::string("0 B");
+  if (cls.algorithm != algo) {  // the class's first call, or another algorithm took it over
+    cls = Telemetry::AlgorithmClass{};
+    cls.algorithm = algo;
+    const std::string why = algorithms_.explain(a, forced, last_algorithm(), &cls.predicted_us);
+    WEFT_LOG_INFO("{} on {} ({} ranks), {}: algorithm '{}' for {}: {}", collective_name(a.kind), name(), size(), range, algo,
+                  describe_call(a, seq), why);
+  }
+  if (cls.calls == 0) cls.first_us = us;
+  else cls.sum_us += us;
+  if (++cls.calls != kMeasured + 1) return;
+  const double mean = cls.sum_us / kMeasured;
+  WEFT_LOG_INFO("{} on {}, {}: algorithm '{}' measured {:.2f} us (mean of {} calls after the first, which took {:.2f} us){}",
+                collective_name(a.kind), name(), range, algo, mean, kMeasured, cls.first_us,
+                cls.predicted_us >= 0 ? fmt::format(" against {:.2f} us predicted ({:.2f}x)", cls.predicted_us, mean / cls.predicted_us)
+                                      : std::string(" (no prediction for it)"));
 }
 
 uint64_t Communicator::direct_calls() const { return direct_ ? direct_->calls() : 0; }
@@ -227,7 +325,7 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
   const CollectiveArgs& a = w.args_;
   if (direct_ && w.algo_.empty() && direct_->handles(a)) {
     // Small calls within the node: no schedule, no messages (ShmDirect).
-    run_direct(a, w.send_, w.recv_, w.seq_, t0);
+    run_direct(a, w.send_, w.recv_, w.seq_, w.record_, t0);
     return;
   }
   const Schedule& s = algorithms_.schedule_for(a, w.algo_);
@@ -243,6 +341,11 @@ void Communicator::run_host(Operation& w, Clock::time_point t0) {
   FailureWatch::SignatureCheck check(failures_, w.seq_, ctx.signature, collective, t0);
   ctx.watchdog = [&check] { check(); };
   ctx.describe = [&] { return describe_call(a, w.seq_); };
+  last_algorithm_.store(s.algorithm, std::memory_order_relaxed);
+  if (recorder_) {
+    recorder_->algorithm(w.record_, s.algorithm);
+    ctx.wait = recorder_->wait_note(w.record_);
+  }
   executor_.run(s, bufs, ctx);
 }
 
@@ -289,6 +392,7 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
   ci.size = static_cast<int>(members.size());
   ci.transport = init_.transport;
   ci.node_id = init_.node_id;
+  ci.name = fmt::format("{}/split{}.c{}", init_.name, id, color);
   ci.config = config_;
   ci.config.algo = queue_->algorithm();  // the new communicator starts with this one's algorithm
   if (init_.transport == TransportKind::kInproc) {
@@ -320,10 +424,21 @@ void Communicator::abort(const std::string& why) {
   if (nc) nc->abort(why);  // ncclCommAbort: kernels in flight on any stream end
   if (hier) hier->abort(why);
 #endif
+  dump(fmt::format("aborted: {}", why));
+}
+
+std::string Communicator::dump(const std::string& reason) {
+  return telemetry_ ? telemetry_->dump(reason) : std::string();
 }
 
 void Communicator::release() {
   queue_->stop();
+  {
+    // Nothing runs any more: the recorder leaves the process's dumps, the counters its metrics
+    // (they stay allocated until the destructor: a late reader finds valid memory).
+    std::lock_guard<std::mutex> lock(destroy_mu_);
+    if (telemetry_) telemetry_->detach();
+  }
   {
     std::lock_guard<std::mutex> lock(nccl_mu_);
     nccl_.reset();

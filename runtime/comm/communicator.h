@@ -30,6 +30,9 @@ namespace weft {
 
 class InprocFabric;
 class ShmDirect;
+class Telemetry;
+class FlightRecorder;
+class CommMetrics;
 namespace nccl {
 class NcclComm;      // runtime/transport/nccl/ (only when built with NCCL)
 class Hierarchical;  // runtime/transport/nccl/hierarchical.h
@@ -46,6 +49,11 @@ struct CommInit {
   std::function<void()> on_destroy;      // e.g. MPI_Finalize when Weft initialised MPI
   std::shared_ptr<void> keep_alive;      // e.g. the store server (rank 0 of the world)
   bool world = false;                    // the job's first communicator: holds the store's lifetime
+  // Observability (docs/OBSERVABILITY.md): the name its flight recorder and metrics give it (the
+  // same on every rank; "" = "world" for the world, else "comm"), and whether its ranks are the
+  // job's (the world, torch's default group): they agree on the dump folder, their rank names the file.
+  std::string name;
+  bool job_ranks = false;
 };
 
 // How submit() runs a call.
@@ -103,6 +111,16 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void set_last_error(const std::string& e) { failures_.set_last_error(e); }
   // Waits for queued operations, then releases the transport.
   void destroy();
+  // Writes the flight recorder of every communicator of this process (weftCommDump); returns the
+  // file's path, "" when WEFT_TRACE_BUFFER=0 or it could not be written (logged).
+  std::string dump(const std::string& reason = "weftCommDump");
+  const std::string& name() const { return init_.name; }
+  // The algorithm of the last operation that ran: an algorithm table id, "direct" (the latency
+  // path), "p2p", "nccl"; "" before the first.
+  const char* last_algorithm() const {
+    const char* a = last_algorithm_.load(std::memory_order_relaxed);
+    return a ? a : "";
+  }
 
   // weftCommShrink (shrink.cc, the protocol in shrink.h): collective over the survivors. Returns
   // the communicator of the ranks that are not excluded, numbered densely in their order here:
@@ -125,8 +143,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
                        bool& on_stream, int& device);
   void execute(const std::shared_ptr<Operation>& w);
   // The latency path for call number seq (ShmDirect). start: when the call started, or zero.
-  void run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
+  void run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq, uint64_t record,
                   std::chrono::steady_clock::time_point start);
+  // A call that succeeded, started at t0 and ended at t1: the flight recorder's record, metrics
+  // and the algorithm log. forced: the algorithm the call was stamped with ("" = automatic).
+  void observe(const CollectiveArgs& a, const std::string& forced, uint64_t seq, uint64_t record,
+               std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1);
   // Stops the queue (after what it holds), releases NCCL, the direct path and the transport, and
   // withdraws this rank's death notice: destroy() and a successful shrink.
   void release();
@@ -136,6 +158,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void run_device(Operation& w, std::chrono::steady_clock::time_point t0);
   // The hierarchical path's node NCCL communicator and rail (collective over every rank).
   std::shared_ptr<nccl::Hierarchical> make_hierarchical(int device, const nccl::WaitCtl& ctl);
+  // WEFT_LOG_LEVEL=info: the algorithm of the first call of each collective and size class and
+  // why, then its measured time against the cost model's prediction (docs/OBSERVABILITY.md).
+  void log_algorithm(const CollectiveArgs& a, const std::string& forced, uint64_t seq, double us);
 
   CommInit init_;
   CommConfig config_;
@@ -171,6 +196,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   int shrink_attempts_ = 0;
   std::atomic<bool> shrunk_{false};
   std::vector<int> shrunk_from_;
+  // Last: its registration refers to failures_ and must end first.
+  std::unique_ptr<Telemetry> telemetry_;
+  FlightRecorder* recorder_ = nullptr;  // telemetry_'s, or nullptr (WEFT_TRACE_BUFFER=0)
+  std::atomic<const char*> last_algorithm_{nullptr};
+  CommMetrics* metrics_ = nullptr;  // telemetry_'s, or nullptr (no WEFT_METRICS_PORT / WEFT_METRICS_FILE)
 };
 
 }  // namespace weft

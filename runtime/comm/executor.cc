@@ -192,6 +192,17 @@ void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx)
       for (int i = 0; i < 16; ++i) cpu_relax();
       continue;
     }
+    if (ctx.wait) {
+      // Past the spin: note which rank this operation waits for (its first receive in flight,
+      // else its first send) and how far the schedule got, for the flight recorder's dump.
+      int peer = inflight_.empty() ? -1 : s.steps[inflight_.front()].peer;
+      for (StepId id : inflight_)
+        if (s.steps[id].kind == StepKind::kRecv) {
+          peer = s.steps[id].peer;
+          break;
+        }
+      ctx.wait->note(peer, static_cast<uint32_t>(completed), static_cast<uint32_t>(n));
+    }
     if (ctx.abort && ctx.abort->load(std::memory_order_relaxed)) {
       abort_with(ErrorCode::kRemoteError, fmt::format("{}: aborted (weftCommAbort)", what()));
     }

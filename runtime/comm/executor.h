@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/schedule.h"
+#include "runtime/base/wait_note.h"
 #include "runtime/transport/transport.h"
 
 namespace weft {
@@ -35,6 +36,8 @@ struct ExecContext {
   // Describes the operation in error messages ("allreduce #12 (count 1000, float32, sum)").
   std::function<std::string()> describe;
   std::chrono::microseconds spin{50};
+  // Where to note the peer and step waited on once the spin found no progress (flight recorder).
+  WaitNote* wait = nullptr;
 };
 
 // Builds the 48-bit tag of a message.

@@ -32,10 +32,12 @@ void Operation::reset() {
   send_ = nullptr;
   recv_ = nullptr;
   seq_ = 0;
+  record_ = 0;
   tag_seq_ = 0;
   device_ = -1;
   stream_ = nullptr;
   on_stream_ = false;
+  queued_ = false;
   done_ = false;
   code_ = ErrorCode::kSuccess;
   message_.clear();
@@ -43,10 +45,10 @@ void Operation::reset() {
   started_at_ = finished_at_ = {};
 }
 
-void Operation::finish(ErrorCode code, std::string message) {
+void Operation::finish(ErrorCode code, std::string message, Clock::time_point end) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    finished_at_ = Clock::now();
+    finished_at_ = end != Clock::time_point{} ? end : Clock::now();
     if (started_at_ != Clock::time_point{}) elapsed_us_ = std::chrono::duration<double, std::micro>(finished_at_ - started_at_).count();
     code_ = code;
     message_ = std::move(message);

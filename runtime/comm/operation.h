@@ -34,7 +34,8 @@ class Operation {
  private:
   friend class Communicator;
   friend class OperationQueue;
-  void finish(ErrorCode code, std::string message);
+  // `end`: the time the caller read already (default: now).
+  void finish(ErrorCode code, std::string message, std::chrono::steady_clock::time_point end = {});
   // Back to the state of a new Operation (only while nothing else holds it).
   void reset();
   // Waits up to timeout for the end, successful or not; true when it ended.
@@ -45,10 +46,12 @@ class Operation {
   const void* send_ = nullptr;
   void* recv_ = nullptr;
   uint64_t seq_ = 0;
+  uint64_t record_ = 0;     // the flight recorder's number: every call of the communicator, in submission order
   uint16_t tag_seq_ = 0;
   int device_ = -1;         // >= 0: device buffers on this CUDA device (the NCCL path)
   void* stream_ = nullptr;  // with on_stream_: the caller's cudaStream_t
   bool on_stream_ = false;  // a ...Stream call: enqueue on stream_ and return
+  bool queued_ = false;     // handed to the progress thread (the flight recorder has its slot already)
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;

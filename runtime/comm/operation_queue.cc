@@ -1,6 +1,7 @@
 #include "runtime/comm/operation_queue.h"
 
 #include "runtime/base/log.h"
+#include "runtime/trace/flight_recorder.h"
 
 namespace weft {
 
@@ -22,6 +23,7 @@ void OperationQueue::submit(const std::shared_ptr<Operation>& w, bool async) {
     w->seq_ = next_seq_++;
     w->tag_seq_ = static_cast<uint16_t>(w->seq_ & 0x7fffu);
   }
+  w->record_ = next_record_++;
   if (!async && !running_ && queue_.empty()) {
     running_ = true;
     q.unlock();
@@ -33,6 +35,8 @@ void OperationQueue::submit(const std::shared_ptr<Operation>& w, bool async) {
     if (more) cv_.notify_all();
     return;
   }
+  w->queued_ = true;
+  if (recorder_) recorder_->queued(w->record_, w->seq_, w->args_, std::chrono::steady_clock::now());
   queue_.push_back(w);
   if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
   q.unlock();

@@ -18,6 +18,8 @@
 
 namespace weft {
 
+class FlightRecorder;
+
 class OperationQueue {
  public:
   using Execute = std::function<void(const std::shared_ptr<Operation>&)>;
@@ -30,16 +32,17 @@ class OperationQueue {
   // idle) or queues it. A blocking call returns once op has finished.
   void submit(const std::shared_ptr<Operation>& op, bool async);
   // A blocking call's fast path: if nothing is queued or running and the algorithm in force is
-  // the automatic one, numbers the call and runs fn(seq) on the caller's thread, returning true
+  // the automatic one, numbers the call and runs fn(seq, record) on the caller's thread, returning true
   // once it returned; otherwise returns false at once, having numbered nothing. fn must not throw.
   template <class Fn>
   bool run_inline(Fn&& fn) {
     std::unique_lock<std::mutex> q(mu_);
     if (running_ || !queue_.empty() || !algo_.empty()) return false;
     const uint64_t seq = next_seq_++;
+    const uint64_t record = next_record_++;
     running_ = true;
     q.unlock();
-    fn(seq);
+    fn(seq, record);
     q.lock();
     running_ = false;
     q.unlock();
@@ -49,6 +52,8 @@ class OperationQueue {
   // The algorithm id stamped on operations submitted from now on ("" = automatic).
   void set_algorithm(std::string id);
   std::string algorithm();
+  // Operations queued for the progress thread are recorded here as queued (nullptr: none).
+  void set_recorder(FlightRecorder* recorder) { recorder_ = recorder; }
   // Returns once nothing is queued or running.
   void wait_idle();
   // Runs what is queued, then ends the progress thread.
@@ -67,6 +72,8 @@ class OperationQueue {
   std::thread thread_;
   std::string algo_;
   uint64_t next_seq_ = 0;
+  uint64_t next_record_ = 0;
+  FlightRecorder* recorder_ = nullptr;
   std::vector<uint16_t> p2p_send_seq_, p2p_recv_seq_;  // per peer
 };
 

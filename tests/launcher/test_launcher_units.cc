@@ -2,12 +2,62 @@
 #include <gtest/gtest.h>
 
 #include "launcher/binding.h"
+#include "launcher/doctor.h"
 #include "launcher/mpi_command.h"
 #include "launcher/options.h"
 #include "runtime/base/error.h"
 
 namespace weft::launcher {
 namespace {
+
+// ---- weft-doctor on made-up dumps ----------------------------------------------------------------
+
+// One rank's dump of the world communicator: ops given as {seq, state, waiting_on (-1: none)}, all
+// all-reduces of 256 float32 (sum) unless `count` says otherwise for the last one.
+nlohmann::json rank_dump(int rank, int size, std::vector<std::tuple<int, const char*, int>> ops, uint64_t last_count = 256) {
+  nlohmann::json list = nlohmann::json::array();
+  for (size_t i = 0; i < ops.size(); ++i) {
+    auto [seq, state, wait] = ops[i];
+    nlohmann::json o{{"seq", seq},     {"collective", "allreduce"}, {"count", i + 1 == ops.size() ? last_count : 256},
+                     {"dtype", "float32"}, {"op", "sum"}, {"state", state}};
+    if (wait >= 0) o["waiting_on"] = {{"rank", wait}};
+    list.push_back(o);
+  }
+  return {{"weft_flight_recorder", 1},
+          {"world_rank", rank},
+          {"communicators", {{{"name", "world"}, {"rank", rank}, {"size", size}, {"ops", list}}}}};
+}
+
+TEST(Doctor, EveryRankCalledItAndSomeDidNotFinish) {
+  auto rep = diagnose({rank_dump(0, 3, {{0, "done", -1}, {1, "started", 2}}), rank_dump(1, 3, {{0, "done", -1}, {1, "done", -1}}),
+                       rank_dump(2, 3, {{0, "done", -1}, {1, "started", 0}})});
+  ASSERT_EQ(rep.findings.size(), 1u);
+  const auto& f = rep.findings[0];
+  EXPECT_EQ(f.kind, "stuck");
+  EXPECT_EQ(f.seq, 1u);
+  EXPECT_EQ(f.waiting_on, (std::map<int, int>{{0, 2}, {2, 0}}));
+  EXPECT_NE(f.sentence.find("ranks 0, 2 did not finish it (rank 0 waits for rank 2; rank 2 waits for rank 0); rank 1 finished it"),
+            std::string::npos) << f.sentence;
+}
+
+TEST(Doctor, NoProblemWhenEveryRankFinishedTheSameCalls) {
+  auto rep = diagnose({rank_dump(0, 2, {{0, "done", -1}, {1, "done", -1}}), rank_dump(1, 2, {{0, "done", -1}, {1, "done", -1}})});
+  EXPECT_FALSE(rep.problem()) << doctor_text(rep);
+  EXPECT_NE(doctor_text(rep).find("no problem found"), std::string::npos);
+}
+
+TEST(Doctor, ComparesOnlyWhatEveryRingStillHoldsAndNamesRanksWithoutADump) {
+  // Rank 0's ring starts at #10 (older ones overwritten), rank 1 still holds #8 and #9; rank 2 wrote
+  // nothing. #11 differs in count: a mismatch, not the #8/#9 that rank 0 no longer holds.
+  auto rep = diagnose({rank_dump(0, 3, {{10, "done", -1}, {11, "failed", -1}}, 255),
+                       rank_dump(1, 3, {{8, "done", -1}, {9, "done", -1}, {10, "done", -1}, {11, "failed", -1}})});
+  ASSERT_EQ(rep.findings.size(), 1u) << doctor_text(rep);
+  EXPECT_EQ(rep.findings[0].kind, "mismatch");
+  EXPECT_EQ(rep.findings[0].seq, 11u);
+  EXPECT_EQ(rep.findings[0].fields, (std::vector<std::string>{"count"}));
+  ASSERT_FALSE(rep.notes.empty());
+  EXPECT_NE(rep.notes[0].find("rank 2 of the world communicator wrote no dump"), std::string::npos) << rep.notes[0];
+}
 
 LaunchOptions parse(std::vector<const char*> args) {
   args.insert(args.begin(), "weftrun");

@@ -11,6 +11,14 @@
 //   argerror         every rank passes a bad root first: an argument error, then a correct call
 //   idle             after blocking and asynchronous calls (the queue's thread started), the
 //                    process's CPU time over a second of idling must stay under 1% of a core
+//   skip             four all-reduces of 1024 floats, then the last rank skips the fifth (it sleeps
+//                    past the others' timeout and leaves): the others fail, every rank's flight
+//                    recorder must be dumped (the last rank's by its watch thread)
+//   mismatch-small   the same four, then rank 1 calls the fifth with 1023 floats
+//   dump             weftCommDump and SIGUSR1 each write WEFT_DUMP_DIR/rank<R>.json
+//   metrics DIR      7 small and 2 large all-reduces and 3 barriers, then GET /metrics from this
+//                    rank's endpoint (WEFT_METRICS_PORT + local rank) into DIR/http.<R>.prom, then 2
+//                    steps of a gradient reducer; WEFT_METRICS_FILE is written at destroy
 //   levels           ranks 2k and 2k+1 act as node k (WEFT_NODE_ID); weftCommSplitLevel's node and
 //                    rail communicators hold the expected ranks, in order, and all-reduce over them
 //   shrink-repeat N  N cycles of an abort and a shrink (nobody lost); memory and descriptors
@@ -29,8 +37,12 @@
 // Exit status: 0 when the mode's expectation held on this rank; the last line on stdout says
 // "rank R: <result> <code> <elapsed ms> <message>".
 #include <dirent.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -183,6 +195,116 @@ int expect_failure(weft::Comm& comm, const char* mode) {
     std::fflush(stdout);
     return after_error(comm, e.what());
   }
+}
+
+// Four good all-reduces, then the fifth goes wrong: the last rank skips it (sleeps past the others'
+// timeout), or rank 1 passes another count. The job's dumps are checked by the test (weft-doctor).
+int skip_or_mismatch(weft::Comm& comm, bool skip) {
+  const int r = comm.rank(), n = comm.size();
+  std::vector<float> v(1024, 1.0f);
+  for (int k = 0; k < 4; ++k) comm.all_reduce(v.data(), v.data(), v.size(), weft::Float32, weft::Sum);
+  if (skip && r == n - 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(4));
+    std::printf("rank %d: SKIPPED\n", r);
+    return 0;
+  }
+  try {
+    comm.all_reduce(v.data(), v.data(), !skip && r == 1 ? 1023 : 1024, weft::Float32, weft::Sum);
+    std::printf("rank %d: NO-ERROR\n", r);
+    return 1;
+  } catch (const weft::Error& e) {
+    std::printf("rank %d: ERROR %d %s\n", r, static_cast<int>(e.code()), e.what());
+    return 0;
+  }
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 && st.st_size > 0;
+}
+
+// weftCommDump writes the dump at once; SIGUSR1 makes the watch thread write it.
+int dump_modes(weft::Comm& comm) {
+  const int r = comm.rank();
+  const char* dir = std::getenv("WEFT_DUMP_DIR");
+  if (!dir) return 1;
+  const std::string path = std::string(dir) + "/rank" + std::to_string(r) + ".json";
+  std::vector<float> v(16, 1.0f);
+  for (int k = 0; k < 3; ++k) comm.all_reduce(v.data(), v.data(), v.size(), weft::Float32, weft::Sum);
+  comm.dump();
+  if (!file_exists(path)) {
+    std::printf("rank %d: WRONG no %s after weftCommDump\n", r, path.c_str());
+    return 1;
+  }
+  ::unlink(path.c_str());
+  comm.barrier();
+  kill(getpid(), SIGUSR1);
+  for (int i = 0; i < 300 && !file_exists(path); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (!file_exists(path)) {
+    std::printf("rank %d: WRONG no %s 3 s after SIGUSR1\n", r, path.c_str());
+    return 1;
+  }
+  comm.barrier();
+  std::printf("rank %d: OK dump\n", r);
+  return 0;
+}
+
+// GET http://127.0.0.1:port/metrics with a plain socket (HTTP/1.0: the server closes when done);
+// the body, or "" on any failure.
+std::string http_get_metrics(int port) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return "";
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(static_cast<uint16_t>(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string got;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const char req[] = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+    if (write(fd, req, sizeof req - 1) == static_cast<ssize_t>(sizeof req - 1)) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) got.append(buf, static_cast<size_t>(n));
+    }
+  }
+  close(fd);
+  const auto body = got.find("\r\n\r\n");
+  return got.rfind("HTTP/1.", 0) == 0 && got.find(" 200 ") != std::string::npos && body != std::string::npos ? got.substr(body + 4) : "";
+}
+
+int metrics(weft::Comm& comm, const char* dir) {
+  const int r = comm.rank();
+  std::vector<float> small(16, 1.0f), big(size_t{2} << 20, 1.0f);
+  for (int k = 0; k < 7; ++k) comm.all_reduce(small.data(), small.data(), small.size(), weft::Float32, weft::Sum);
+  for (int k = 0; k < 2; ++k) comm.all_reduce(big.data(), big.data(), big.size(), weft::Float32, weft::Sum);
+  for (int k = 0; k < 3; ++k) comm.barrier();
+  const char* port = std::getenv("WEFT_METRICS_PORT");
+  const std::string body = port ? http_get_metrics(std::atoi(port) + comm.local_rank()) : "";
+  if (body.empty()) {
+    std::printf("rank %d: WRONG no answer from the metrics endpoint\n", r);
+    return 1;
+  }
+  FILE* f = std::fopen((std::string(dir) + "/http." + std::to_string(r) + ".prom").c_str(), "w");
+  if (!f) return 1;
+  std::fwrite(body.data(), 1, body.size(), f);
+  std::fclose(f);
+  comm.barrier();  // every rank has read its endpoint before the reducer's all-reduces start
+  // Two steps of the overlap reducer over two parameters: weft_step_*{source="reducer"}.
+  std::vector<float> g1(1000, 1.0f), g2(3000, 2.0f);
+  weftReducer_t red = nullptr;
+  if (weftReducerCreate(comm.get(), nullptr, &red) != weftSuccess) return 1;
+  int i1 = 0, i2 = 0;
+  weftReducerAddParam(red, g1.data(), g1.size(), weftFloat32, "w1", &i1);
+  weftReducerAddParam(red, g2.data(), g2.size(), weftFloat32, "w2", &i2);
+  for (int step = 0; step < 2; ++step) {
+    weftReducerBeginStep(red, 1);
+    weftReducerMarkReady(red, i2);
+    weftReducerMarkReady(red, i1);
+    weftStepStats_t st{};
+    if (weftReducerFinalize(red, &st) != weftSuccess) return 1;
+  }
+  weftReducerDestroy(red);
+  std::printf("rank %d: OK metrics\n", r);
+  return 0;
 }
 
 int abort_async(weft::Comm& comm) {
@@ -458,10 +580,15 @@ int main(int argc, char** argv) {
              : !std::strcmp(mode, "idle")        ? idle(comm)
              : !std::strcmp(mode, "shrink")      ? shrink_mode(comm, argc, argv)
              : !std::strcmp(mode, "shrink-repeat") ? shrink_repeat(comm, argc, argv)
+             : !std::strcmp(mode, "skip")        ? skip_or_mismatch(comm, true)
+             : !std::strcmp(mode, "mismatch-small") ? skip_or_mismatch(comm, false)
+             : !std::strcmp(mode, "dump")        ? dump_modes(comm)
+             : !std::strcmp(mode, "metrics")     ? metrics(comm, argc > 2 ? argv[2] : "/tmp")
                                                  : expect_failure(comm, mode);
     std::fflush(stdout);
     if (std::strcmp(mode, "check") != 0 && std::strcmp(mode, "argerror") != 0 && std::strcmp(mode, "levels") != 0 &&
-        std::strcmp(mode, "idle") != 0 && std::strcmp(mode, "shrink") != 0 && std::strcmp(mode, "shrink-repeat") != 0)
+        std::strcmp(mode, "idle") != 0 && std::strcmp(mode, "shrink") != 0 && std::strcmp(mode, "shrink-repeat") != 0 &&
+        std::strcmp(mode, "dump") != 0 && std::strcmp(mode, "metrics") != 0)
       _exit(rc);  // a broken communicator: leave without teardown
     return rc;
   } catch (const weft::Error& e) {

@@ -2,7 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -348,6 +352,180 @@ INSTANTIATE_TEST_SUITE_P(Phases, SecondDeath,
                          ::testing::Values(Phase{"AfterJoining", "", "shrink0/j/1"},
                                            Phase{"WhileBuilding", "shrink0/j/1", "s0/node/0"}),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// ---- Flight recorder (docs/OBSERVABILITY.md) ----------------------------------------------------
+
+// A fresh, empty folder for a job's dumps.
+std::string dump_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("weft-test-" + name + "-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+nlohmann::json read_dump(const std::string& dir, int rank) {
+  std::ifstream f(dir + "/rank" + std::to_string(rank) + ".json");
+  if (!f) return nullptr;
+  return nlohmann::json::parse(f, nullptr, false);
+}
+
+// `weft-doctor --json dir`: exit status 1 (a problem found) and exactly one finding, returned.
+nlohmann::json doctor_finding(const std::string& dir) {
+  auto js = weft::test::run_process({WEFT_DOCTOR_PATH, "--json", dir}, 30);
+  EXPECT_EQ(js.status, 1) << js.err;
+  const auto j = nlohmann::json::parse(js.out, nullptr, false);
+  if (!j.is_object() || j.at("findings").size() != 1) {
+    ADD_FAILURE() << "expected one finding:\n" << js.out << js.err;
+    return nlohmann::json::object();
+  }
+  return j.at("findings")[0];
+}
+
+// The world communicator's operations in a rank's dump.
+nlohmann::json world_ops(const nlohmann::json& dump) {
+  for (const auto& c : dump.at("communicators"))
+    if (c.at("name") == "world") return c.at("ops");
+  return nlohmann::json::array();
+}
+
+TEST(FlightRecorder, EveryRankDumpsWhenOneSkipsACollective) {
+  const std::string dir = dump_dir("skip");
+  auto rs = run_job(3, {WEFT_TEST_RANK, "skip"}, {"WEFT_TIMEOUT_MS=1500", "WEFT_DUMP_DIR=" + dir});
+  for (auto& r : rs) EXPECT_EQ(r.status, 0) << dump(rs);
+  for (int r = 0; r < 3; ++r) {
+    const auto d = read_dump(dir, r);
+    ASSERT_TRUE(d.is_object()) << "rank " << r << " wrote no dump\n" << dump(rs);
+    EXPECT_EQ(d.at("world_rank"), r);
+    const auto ops = world_ops(d);
+    ASSERT_FALSE(ops.empty()) << d.dump(1);
+    const auto& last = ops.back();
+    EXPECT_EQ(last.at("collective"), "allreduce");
+    EXPECT_EQ(last.at("count"), 1024);
+    if (r == 2) {
+      // It never called #4: its last is #3, done.
+      EXPECT_EQ(last.at("seq"), 3) << d.dump(1);
+      EXPECT_EQ(last.at("state"), "done") << d.dump(1);
+    } else {
+      EXPECT_EQ(last.at("seq"), 4) << d.dump(1);
+      EXPECT_EQ(last.at("state"), "failed") << d.dump(1);
+      EXPECT_EQ(last.at("error"), "timeout") << d.dump(1);
+      EXPECT_EQ(last.at("algorithm"), "direct") << d.dump(1);
+      EXPECT_NE(rs[r].output.find("flight recorder: " + dir), std::string::npos) << "the error names the dump\n" << dump(rs);
+      EXPECT_EQ(last.at("waiting_on").at("rank"), 2) << d.dump(1);
+    }
+  }
+  // weft-doctor names the rank that never called #4, and whom the others waited for.
+  auto doc = weft::test::run_process({WEFT_DOCTOR_PATH, dir}, 30);
+  EXPECT_EQ(doc.status, 1) << doc.out << doc.err;
+  EXPECT_NE(doc.out.find("allreduce #4 (1024 float32, sum) on the world communicator: ranks 0, 1 started it and waited for rank 2"),
+            std::string::npos) << doc.out;
+  EXPECT_NE(doc.out.find("rank 2 never called it (its last was allreduce #3"), std::string::npos) << doc.out;
+  const auto f = doctor_finding(dir);
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f.at("kind"), "not_called");
+  EXPECT_EQ(f.at("seq"), 4);
+  EXPECT_EQ(f.at("missing"), nlohmann::json::array({2}));
+  EXPECT_EQ(f.at("started"), nlohmann::json::array({0, 1}));
+  std::printf("[ figure ] weft-doctor: %s", doc.out.c_str());
+  std::filesystem::remove_all(dir);
+}
+
+// A count mismatch is named as one, with the odd rank and the field.
+TEST(FlightRecorder, DoctorNamesACountMismatch) {
+  const std::string dir = dump_dir("mismatch");
+  auto rs = run_job(3, {WEFT_TEST_RANK, "mismatch-small"}, {"WEFT_TIMEOUT_MS=5000", "WEFT_DUMP_DIR=" + dir});
+  for (auto& r : rs) EXPECT_NE(r.output.find("ERROR 2 "), std::string::npos) << dump(rs);
+  const auto f = doctor_finding(dir);
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f.at("kind"), "mismatch") << f.dump();
+  EXPECT_EQ(f.at("seq"), 4);
+  EXPECT_EQ(f.at("odd"), nlohmann::json::array({1})) << f.dump();
+  EXPECT_EQ(f.at("fields"), nlohmann::json::array({"count"})) << f.dump();
+  EXPECT_NE(f.at("sentence").get<std::string>().find("rank 1 called allreduce #4 (1023 float32, sum)"), std::string::npos) << f.dump();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(FlightRecorder, WeftCommDumpAndSigusr1WriteTheDump) {
+  const std::string dir = dump_dir("dump");
+  auto rs = run_job(2, {WEFT_TEST_RANK, "dump"}, {"WEFT_DUMP_DIR=" + dir});
+  for (auto& r : rs) {
+    EXPECT_EQ(r.status, 0) << dump(rs);
+    EXPECT_NE(r.output.find("OK dump"), std::string::npos) << dump(rs);
+  }
+  const auto d = read_dump(dir, 1);
+  ASSERT_TRUE(d.is_object());
+  EXPECT_EQ(d.at("reason"), "SIGUSR1");
+  // Three all-reduces and a barrier, all done, in order.
+  const auto ops = world_ops(d);
+  ASSERT_GE(ops.size(), 4u) << d.dump(1);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(ops[i].at("seq"), i);
+    EXPECT_EQ(ops[i].at("state"), "done");
+    EXPECT_GT(ops[i].at("finished_us").get<double>(), 0);
+  }
+  EXPECT_EQ(ops[3].at("collective"), "barrier");
+  std::filesystem::remove_all(dir);
+}
+
+// ---- Metrics (docs/OBSERVABILITY.md) -------------------------------------------------------------
+
+// `promtool check metrics < path` (Debian's prometheus package): "" when it passes, else its words.
+std::string promtool(const std::string& path) {
+  auto p = weft::test::run_process({"/bin/sh", "-c", std::string(WEFT_PROMTOOL) + " check metrics < '" + path + "'"}, 30);
+  return p.status == 0 ? "" : "promtool failed (" + std::to_string(p.status) + "): " + p.out + p.err;
+}
+
+// The sum of the samples `name{labels...}` whose label sets contain every one of `with`; -1 when none.
+double sample(const std::string& text, const std::string& name, const std::vector<std::string>& with) {
+  std::istringstream in(text);
+  double sum = -1;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    bool all = true;
+    for (const auto& w : with) all &= line.find(w) != std::string::npos;
+    if (all) sum = std::max(sum, 0.0) + std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+TEST(Metrics, FileAndEndpointPassPromtoolAndCountTheCalls) {
+  if (std::string(WEFT_PROMTOOL).empty()) GTEST_SKIP() << "promtool not found (scripts/setup installs prometheus)";
+  const std::string dir = dump_dir("metrics");
+  const int port = weft::test::free_port();
+  auto rs = run_job(2, {WEFT_TEST_RANK, "metrics", dir},
+                    {"WEFT_METRICS_FILE=" + dir + "/weft.prom", "WEFT_METRICS_PORT=" + std::to_string(port)});
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(rs[r].status, 0) << dump(rs);
+    const std::string rank = "rank=\"" + std::to_string(r) + "\"";
+    // The endpoint, read after 9 all-reduces and 3 barriers.
+    const std::string http = dir + "/http." + std::to_string(r) + ".prom";
+    EXPECT_EQ(promtool(http), "");
+    const std::string h = read_text(http);
+    const double small = sample(h, "weft_collective_calls_total", {rank, "collective=\"allreduce\"", "algorithm=\"direct\""});
+    const double all = sample(h, "weft_collective_calls_total", {rank, "collective=\"allreduce\""});
+    EXPECT_EQ(small, 7) << h;
+    EXPECT_EQ(all, 9) << h;
+    EXPECT_EQ(sample(h, "weft_collective_calls_total", {rank, "collective=\"barrier\""}), 3) << h;
+    EXPECT_EQ(sample(h, "weft_collective_latency_seconds_count", {rank, "collective=\"allreduce\"", "algorithm=\"direct\""}), 7) << h;
+    EXPECT_EQ(sample(h, "weft_collective_bytes_total", {rank, "collective=\"allreduce\""}), 7 * 64 + 2.0 * (8 << 20)) << h;
+    EXPECT_GT(sample(h, "weft_collective_busbw_bytes", {rank, "collective=\"allreduce\""}), 0) << h;
+    // The file, written when the communicator went: the reducer's two steps too.
+    const std::string file = dir + "/weft." + std::to_string(r) + ".prom";
+    EXPECT_EQ(promtool(file), "");
+    const std::string t = read_text(file);
+    EXPECT_EQ(sample(t, "weft_steps_total", {rank, "source=\"reducer\""}), 2) << t;
+    const double share = sample(t, "weft_step_sync_share", {rank, "source=\"reducer\""});
+    EXPECT_GE(share, 0) << t;
+    EXPECT_LE(share, 1) << t;
+    EXPECT_EQ(sample(t, "weft_collective_calls_total", {rank, "collective=\"barrier\""}), 3 + 1) << t;  // and the one before the reducer
+  }
+  std::filesystem::remove_all(dir);
+}
 
 TEST(Bootstrap, MissingEnvironmentIsAClearError) {
   auto rs = run_job(1, {WEFT_TEST_RANK, "check"}, {"WEFT_JOB_SECRET="});

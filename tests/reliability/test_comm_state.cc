@@ -9,6 +9,7 @@
 #include <chrono>
 #include <thread>
 
+#include "runtime/trace/flight_recorder.h"
 #include "support/multirank.h"
 
 using namespace weft;
@@ -121,6 +122,42 @@ TEST_P(CommState, AbortFromAnotherThreadReleasesBlockingAndAsyncCalls) {
         std::printf("[ figure ] %s: 3 async calls released %.0f ms after weftCommAbort\n", comm.transport_name(), ms - 200);
       },
       cfg);
+}
+
+// The flight recorder's ring keeps the last `capacity` operations, oldest first, with what each
+// call's hooks wrote (docs/OBSERVABILITY.md).
+TEST(FlightRecorder, RingKeepsTheLastOperationsInOrder) {
+  FlightRecorder rec(3);  // rounded up to 4
+  ASSERT_EQ(rec.capacity(), 4u);
+  const auto t0 = Clock::now();
+  for (uint64_t i = 0; i < 10; ++i) {
+    CollectiveArgs a;
+    a.kind = i % 2 ? CollectiveKind::kBroadcast : CollectiveKind::kAllReduce;
+    a.count = 100 + i;
+    a.root = static_cast<int>(i % 3);
+    if (i == 8) rec.queued(i, i, a, t0);
+    rec.started(i, i, a, t0 + std::chrono::microseconds(i), i == 8);
+    rec.algorithm(i, "ring");
+    if (i < 8) rec.finished(i, t0 + std::chrono::microseconds(i + 1), 0);
+  }
+  rec.wait_note(9)->note(2, 3, 8);
+  const auto snap = rec.snapshot();
+  ASSERT_EQ(snap.size(), 4u);
+  for (size_t k = 0; k < 4; ++k) {
+    EXPECT_EQ(snap[k].record, 6 + k);
+    EXPECT_EQ(snap[k].count, 106 + k);
+    EXPECT_STREQ(snap[k].algorithm, "ring");
+  }
+  EXPECT_EQ(snap[0].state, TraceState::kDone);
+  EXPECT_EQ(snap[1].kind, CollectiveKind::kBroadcast);
+  EXPECT_EQ(snap[1].root, 1);
+  EXPECT_EQ(snap[2].state, TraceState::kStarted);  // queued, then started: the queued time stays
+  EXPECT_EQ(snap[2].queued_ns, t0.time_since_epoch().count());
+  EXPECT_EQ(snap[3].state, TraceState::kStarted);
+  EXPECT_EQ(snap[3].wait_peer, 2);
+  EXPECT_EQ(snap[3].wait_done, 3u);
+  EXPECT_EQ(snap[3].wait_total, 8u);
+  EXPECT_EQ(rec.recorded(), 10u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, CommState, ::testing::Values(TransportKind::kInproc, TransportKind::kUcx),

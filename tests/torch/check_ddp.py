@@ -7,6 +7,7 @@ each backend and that weft's parameters match gloo's to floating-point tolerance
   check_ddp.py --bench [--width W] [--steps N] [--batch B]   time per step, weft and gloo
 """
 import argparse
+import json
 import sys
 import time
 
@@ -46,6 +47,9 @@ def batches(rank, steps):
         yield x, (x @ w).argmax(1)
 
 
+step_times = []  # weft_torch.step_end() after each weft step: (step seconds, exposed sync seconds)
+
+
 def train(group, steps, timed=False):
     # Different initial weights on every rank: DDP's broadcast from rank 0 must make them equal.
     model = DDP(make_model(seed=rank), process_group=group)
@@ -59,6 +63,8 @@ def train(group, steps, timed=False):
         opt.zero_grad()
         loss_fn(model(x), y).backward()
         opt.step()
+        if group is weft and not timed:
+            step_times.append(weft_torch.step_end())
     per_step = (time.perf_counter() - t0) / (steps - args.warmup) if timed else None
     return torch.cat([p.detach().flatten() for p in model.parameters()]), per_step
 
@@ -102,6 +108,18 @@ for name, p in (("weft", pw), ("gloo", pg)):
     if not torch.equal(ref, p):
         failures.append(f"{name} replicas differ from rank 0's by {(ref - p).abs().max().item():.3g}")
 diff = (pw - pg).abs().max().item()
+# Step metrics (docs/OBSERVABILITY.md): the first call starts the count; every later step's exposed
+# sync time lies within the step, and some is > 0 (the last bucket's all-reduce runs after backward).
+if len(step_times) != args.steps or step_times[0] != (0.0, 0.0):
+    failures.append(f"step_end returned {step_times[:3]}... for {args.steps} steps")
+elif not all(0 <= e <= s for s, e in step_times[1:]) or not any(e > 0 for _, e in step_times[1:]):
+    failures.append(f"step_end: exposed sync outside the step or never > 0: {step_times}")
+# The flight recorder of the "torch" group: DDP's all-reduces, all done.
+path = weft_torch.dump()
+with open(path) as f:
+    ops = [c for c in json.load(f)["communicators"] if c["name"] == "torch"][0]["ops"]
+if not ops or any(o["state"] != "done" for o in ops) or not any(o["collective"] == "allreduce" for o in ops):
+    failures.append(f"weft_torch.dump() at {path}: unexpected operations {ops[-3:]}")
 if not torch.allclose(pw, pg, rtol=1e-4, atol=1e-5):
     failures.append(f"weft and gloo parameters differ by up to {diff:.3g}")
 # Leave without destroy_process_group and with an operation in flight whose Future has a Python

@@ -16,7 +16,7 @@ import os
 
 import torch.distributed as _dist
 
-from ._weft_torch import __version__, create_process_group, drain, gpu_path_built  # noqa: F401
+from ._weft_torch import __version__, create_process_group, drain, dump, gpu_path_built, step_end  # noqa: F401
 from ._weft_torch import shrink as _shrink
 
 # (torch variable, candidates in order): weftrun, Open MPI, MPICH/PMI, Slurm.

@@ -181,6 +181,7 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
     const auto spin = oversubscribed_ ? std::chrono::microseconds(2) : spin_;
     const auto yield_until = t0 + spin + (oversubscribed_ ? std::chrono::microseconds(2000) : spin * 3);
     auto next_check = t0 + std::chrono::milliseconds(5), next_watch = t0 + std::chrono::milliseconds(100);
+    bool noted = false;
     for (uint32_t i = 0;; ++i) {
       seen = f->seq.load(std::memory_order_acquire);
       if (reached(seen, c)) break;
@@ -190,6 +191,10 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
       }
       const auto now = Clock::now();
       if (now < t0 + spin) continue;
+      if (ctx.wait && !noted) {  // past the spin: the flight recorder shows whom this call waits for
+        ctx.wait->note(r, 0, 0);
+        noted = true;
+      }
       if (now >= next_check) {
         next_check = now + std::chrono::milliseconds(5);
         if (ctx.abort && ctx.abort->load()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", ctx.describe());

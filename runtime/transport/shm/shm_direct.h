@@ -17,6 +17,7 @@
 
 #include "collectives/collective.h"
 #include "runtime/base/bytes.h"
+#include "runtime/base/wait_note.h"
 
 namespace weft {
 
@@ -34,6 +35,7 @@ struct DirectContext {
   std::function<std::string()> describe;   // the call, for errors
   uint16_t signature = 0;                  // call_signature(args)
   Transport* transport = nullptr;          // asked (every ~5 ms) whether a peer died
+  WaitNote* wait = nullptr;                // noted once a wait outlasts the spin (flight recorder)
 };
 
 class ShmDirect {

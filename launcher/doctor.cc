@@ -1,0 +1,317 @@
+#include "launcher/doctor.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <stdexcept>
+
+namespace weft::launcher {
+
+namespace {
+
+using nlohmann::json;
+
+struct RankView {
+  bool present = false;
+  std::map<uint64_t, json> ops;  // collectives by sequence number
+  std::string broken, last_error;
+};
+
+struct CommView {
+  std::string name;
+  int size = 0;
+  std::map<int, RankView> ranks;
+};
+
+bool is_p2p(const json& op) {
+  const std::string c = op.value("collective", "");
+  return c == "send" || c == "recv";
+}
+
+std::string call_args(const json& op) {
+  const std::string c = op.value("collective", "?");
+  if (c == "barrier") return "";
+  std::string s = fmt::format("{} {}", op.value("count", uint64_t{0}), op.value("dtype", "?"));
+  if (op.contains("op") && op["op"].is_string()) s += ", " + op["op"].get<std::string>();
+  if (op.contains("root")) s += fmt::format(", root {}", op["root"].get<int>());
+  return " (" + s + ")";
+}
+
+std::string describe(const json& op) {
+  return fmt::format("{} #{}{}", op.value("collective", "?"), op.value("seq", uint64_t{0}), call_args(op));
+}
+
+std::string shape_key(const json& op) {
+  return fmt::format("{}|{}|{}|{}|{}", op.value("collective", ""), op.value("count", uint64_t{0}), op.value("dtype", ""),
+                     op.contains("op") && op["op"].is_string() ? op["op"].get<std::string>() : "",
+                     op.contains("root") ? op["root"].get<int>() : -1);
+}
+
+std::vector<std::string> differing_fields(const json& a, const json& b) {
+  std::vector<std::string> out;
+  auto differs = [&](const char* k) { return a.value(k, json()) != b.value(k, json()); };
+  if (differs("collective")) return {"collective"};
+  for (const char* k : {"count", "dtype", "op", "root"})
+    if (differs(k)) out.emplace_back(k == std::string("dtype") ? "data type" : k == std::string("op") ? "reduction op" : k);
+  return out;
+}
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < ranks.size(); ++i) s += (i ? ", " : "") + std::to_string(ranks[i]);
+  return s;
+}
+
+std::string join(const std::vector<std::string>& v, const std::string& sep) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? sep : "") + v[i];
+  return s;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+std::map<std::string, CommView> gather(const std::vector<json>& dumps, std::vector<std::string>& notes) {
+  std::map<std::string, CommView> comms;
+  for (const json& d : dumps) {
+    if (!d.is_object() || !d.contains("communicators")) continue;
+    for (const json& c : d["communicators"]) {
+      CommView& cv = comms[c.value("name", "?")];
+      cv.name = c.value("name", "?");
+      cv.size = std::max(cv.size, c.value("size", 0));
+      const int rank = c.value("rank", -1);
+      if (cv.ranks.count(rank) && cv.ranks[rank].present) {
+        notes.push_back(fmt::format("two dumps hold rank {} of {}; the later one read wins", rank, cv.name));
+      }
+      RankView& rv = cv.ranks[rank];
+      rv = RankView{};
+      rv.present = true;
+      rv.broken = c.value("broken", "");
+      rv.last_error = c.value("last_error", "");
+      for (const json& op : c.value("ops", json::array()))
+        if (!is_p2p(op)) rv.ops[op.value("seq", uint64_t{0})] = op;
+    }
+  }
+  return comms;
+}
+
+void diagnose_comm(const CommView& cv, DoctorReport& rep) {
+  std::vector<int> present, absent;
+  for (int r = 0; r < cv.size; ++r) {
+    auto it = cv.ranks.find(r);
+    (it != cv.ranks.end() && it->second.present ? present : absent).push_back(r);
+  }
+  if (!absent.empty()) {
+    rep.notes.push_back(fmt::format("{} of the {} communicator wrote no dump (it may have died or been killed before it "
+                                    "could)", rank_list(absent), cv.name));
+  }
+  // The last operation each rank completed.
+  std::vector<std::string> last;
+  for (int r : present) {
+    const RankView& rv = cv.ranks.at(r);
+    const json* done = nullptr;
+    for (auto it = rv.ops.rbegin(); it != rv.ops.rend() && !done; ++it)
+      if (it->second.value("state", "") == "done") done = &it->second;
+    last.push_back(fmt::format("rank {} {}", r, done ? describe(*done) : std::string("none")));
+  }
+  rep.summary.push_back(fmt::format("{} communicator ({} ranks), last operation completed: {}", cv.name, cv.size, join(last, "; ")));
+
+  // Only sequence numbers every rank still holds (or never reached) can be compared.
+  uint64_t lo = 0;
+  std::set<uint64_t> seqs;
+  for (int r : present) {
+    const RankView& rv = cv.ranks.at(r);
+    if (rv.ops.empty()) continue;
+    lo = std::max(lo, rv.ops.begin()->first);
+    for (auto& [s, op] : rv.ops) seqs.insert(s);
+  }
+  for (uint64_t s : seqs) {
+    if (s < lo) continue;
+    std::vector<int> have, missing;
+    std::map<std::string, std::vector<int>> by_shape;
+    for (int r : present) {
+      const RankView& rv = cv.ranks.at(r);
+      auto it = rv.ops.find(s);
+      if (it != rv.ops.end()) {
+        have.push_back(r);
+        by_shape[shape_key(it->second)].push_back(r);
+      } else if (rv.ops.empty() || rv.ops.rbegin()->first < s) {
+        missing.push_back(r);
+      }
+    }
+    if (have.empty()) continue;
+    DoctorFinding f;
+    f.comm = cv.name;
+    f.seq = s;
+    f.started = have;
+    f.missing = missing;
+    const json& first = cv.ranks.at(have.front()).ops.at(s);
+    f.call = describe(first);
+    for (int r : have) {
+      const json& op = cv.ranks.at(r).ops.at(s);
+      if (op.contains("waiting_on")) f.waiting_on[r] = op["waiting_on"].value("rank", -1);
+    }
+    std::set<int> waited;
+    for (auto& [r, p] : f.waiting_on) waited.insert(p);
+    std::vector<int> not_done, failed, done;
+    std::string error;
+    for (int r : have) {
+      const json& op = cv.ranks.at(r).ops.at(s);
+      const std::string st = op.value("state", "");
+      if (st == "done") done.push_back(r);
+      else not_done.push_back(r);
+      if (st == "failed") {
+        failed.push_back(r);
+        if (error.empty()) error = op.value("error", "");
+      }
+    }
+    const std::string where = fmt::format("on the {} communicator", cv.name);
+    if (by_shape.size() > 1) {
+      // The most common arguments are taken as intended; the others are the odd ranks out.
+      auto common = std::max_element(by_shape.begin(), by_shape.end(),
+                                     [](const auto& a, const auto& b) { return a.second.size() < b.second.size(); });
+      std::vector<std::string> groups;
+      for (auto& [key, ranks] : by_shape) {
+        const json& op = cv.ranks.at(ranks.front()).ops.at(s);
+        groups.push_back(fmt::format("{} called {}", rank_list(ranks), describe(op)));
+        if (key == common->first) continue;
+        f.odd.insert(f.odd.end(), ranks.begin(), ranks.end());
+        for (auto& field : differing_fields(cv.ranks.at(common->second.front()).ops.at(s), op))
+          if (std::find(f.fields.begin(), f.fields.end(), field) == f.fields.end()) f.fields.push_back(field);
+      }
+      std::sort(f.odd.begin(), f.odd.end());
+      f.kind = "mismatch";
+      f.sentence = fmt::format("{} #{} {} is a mismatch: {}: {} {} from the others (the {} differs).",
+                               first.value("collective", "?"), s, where, join(groups, "; "), rank_list(f.odd),
+                               f.odd.size() == 1 ? "differs" : "differ", join(f.fields, ", "));
+    } else if (!missing.empty()) {
+      f.kind = "not_called";
+      std::string waits = waited.empty() ? std::string(" and did not finish")
+                                         : fmt::format(" and {} for {}", failed.empty() ? "wait" : "waited",
+                                                       rank_list(std::vector<int>(waited.begin(), waited.end())));
+      if (!failed.empty()) waits += fmt::format(" (they failed: {})", error.empty() ? "error" : error);
+      std::vector<std::string> lasts;
+      for (int r : missing) {
+        const RankView& rv = cv.ranks.at(r);
+        lasts.push_back(rv.ops.empty() ? fmt::format("rank {} called nothing on it", r)
+                                       : fmt::format("its last was {}", describe(rv.ops.rbegin()->second)));
+      }
+      f.sentence = fmt::format("{} {}: {} started it{}; {} never called it ({}).", f.call, where, rank_list(have), waits,
+                               rank_list(missing), join(lasts, "; "));
+    } else if (!not_done.empty()) {
+      const bool all_failed = failed.size() == have.size();
+      f.kind = all_failed ? "failed" : "stuck";
+      std::vector<std::string> waits;
+      for (auto& [r, p] : f.waiting_on)
+        waits.push_back(fmt::format("rank {} {} for rank {}", r, failed.empty() ? "waits" : "waited", p));
+      std::string why;  // the communicator's first cause (its broken reason), else the last error
+      for (int r : failed) {
+        const RankView& rv = cv.ranks.at(r);
+        why = first_line(!rv.broken.empty() ? rv.broken : rv.last_error);
+        if (!why.empty()) break;
+      }
+      std::vector<int> silent;  // waited for, and wrote no dump
+      for (int p : waited)
+        if (std::find(absent.begin(), absent.end(), p) != absent.end()) silent.push_back(p);
+      if (!silent.empty()) {
+        waits.push_back(fmt::format("{}, waited for, wrote no dump (it died or was killed before it could)", rank_list(silent)));
+      }
+      if (all_failed) {
+        f.sentence = fmt::format("{} {} failed on every rank {}({}){}{}.", f.call, where,
+                                 absent.empty() ? "" : "that wrote a dump ", error.empty() ? "error" : error,
+                                 waits.empty() ? "" : "; " + join(waits, "; "), why.empty() ? "" : "; first cause: " + why);
+      } else {
+        f.sentence = fmt::format("{} {}: every rank called it; {} did not finish it{}{}{}.", f.call, where,
+                                 rank_list(not_done), waits.empty() ? "" : " (" + join(waits, "; ") + ")",
+                                 done.empty() ? "" : "; " + rank_list(done) + " finished it",
+                                 why.empty() ? "" : "; first cause: " + why);
+      }
+    } else {
+      continue;
+    }
+    rep.findings.push_back(std::move(f));
+    return;  // the first disagreement explains what follows it
+  }
+}
+
+}  // namespace
+
+DoctorReport diagnose(const std::vector<json>& dumps) {
+  DoctorReport rep;
+  auto comms = gather(dumps, rep.notes);
+  for (auto& [name, cv] : comms) diagnose_comm(cv, rep);
+  return rep;
+}
+
+DoctorReport diagnose_dir(const std::string& dir, double since) {
+  namespace fs = std::filesystem;
+  std::vector<json> dumps;
+  std::vector<std::string> files, notes;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (!entry.is_regular_file() || entry.path().extension() != ".json") continue;
+    if (since > 0) {
+      const auto t = entry.last_write_time(ec);
+      const double secs = std::chrono::duration<double>(
+                              std::chrono::file_clock::to_sys(t).time_since_epoch()).count();
+      if (ec || secs < since) continue;
+    }
+    std::ifstream in(entry.path());
+    json d = json::parse(in, nullptr, false);
+    if (d.is_discarded() || !d.is_object() || !d.contains("weft_flight_recorder")) {
+      notes.push_back(fmt::format("{} is not a flight recorder dump; skipped", entry.path().string()));
+      continue;
+    }
+    files.push_back(entry.path().string());
+    dumps.push_back(std::move(d));
+  }
+  if (ec) throw std::runtime_error(fmt::format("cannot read {}: {}", dir, ec.message()));
+  if (dumps.empty()) throw std::runtime_error(fmt::format("no flight recorder dump (rank<R>.json) in {}", dir));
+  DoctorReport rep = diagnose(dumps);
+  std::sort(files.begin(), files.end());
+  rep.files = files;
+  rep.notes.insert(rep.notes.begin(), notes.begin(), notes.end());
+  return rep;
+}
+
+std::string doctor_text(const DoctorReport& r) {
+  std::string s;
+  for (const auto& f : r.findings) s += f.sentence + "\n";
+  if (r.findings.empty()) s += "no problem found: every rank called the same operations and finished them.\n";
+  for (const auto& n : r.notes) s += "note: " + n + "\n";
+  for (const auto& l : r.summary) s += l + "\n";
+  s += fmt::format("({} dump{} read)\n", r.files.size(), r.files.size() == 1 ? "" : "s");
+  return s;
+}
+
+json doctor_json(const DoctorReport& r) {
+  json out;
+  out["problem"] = r.problem();
+  out["files"] = r.files;
+  out["notes"] = r.notes;
+  out["summary"] = r.summary;
+  json fs = json::array();
+  for (const auto& f : r.findings) {
+    json j;
+    j["communicator"] = f.comm;
+    j["kind"] = f.kind;
+    j["seq"] = f.seq;
+    j["call"] = f.call;
+    j["started"] = f.started;
+    j["missing"] = f.missing;
+    j["odd"] = f.odd;
+    j["fields"] = f.fields;
+    json w = json::object();
+    for (auto& [rank, peer] : f.waiting_on) w[std::to_string(rank)] = peer;
+    j["waiting_on"] = w;
+    j["sentence"] = f.sentence;
+    fs.push_back(std::move(j));
+  }
+  out["findings"] = fs;
+  return out;
+}
+
+}  // namespace weft::launcher

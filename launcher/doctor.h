@@ -1,0 +1,47 @@
+// weft-doctor: reads the flight recorder dumps of a job (one rank<R>.json per rank that managed to
+// write one, runtime/trace/trace_registry.h) and names what went wrong, per communicator: the last
+// operation every rank completed, the first sequence number where the ranks disagree (a mismatch
+// of collective, count, type, op or root) or where some never arrived, which ranks those are and
+// what each waiting rank waited for. weftrun runs it after a failed job. docs/OBSERVABILITY.md.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace weft::launcher {
+
+struct DoctorFinding {
+  std::string comm;  // communicator name
+  // "mismatch": ranks called #seq with different arguments; "not_called": some ranks never called
+  // #seq; "stuck": every rank called it, some did not finish; "failed": every rank failed it.
+  std::string kind;
+  uint64_t seq = 0;
+  std::string call;                  // "allreduce #4 (1024 float32, sum)"
+  std::vector<int> started;          // ranks that called it
+  std::vector<int> missing;          // ranks that never called it
+  std::vector<int> odd;              // mismatch: the ranks whose arguments differ from the most common
+  std::vector<std::string> fields;   // mismatch: what differs ("count", "dtype", ...)
+  std::map<int, int> waiting_on;     // rank -> the rank it waited for
+  std::string sentence;
+};
+
+struct DoctorReport {
+  std::vector<std::string> files;      // the dumps read
+  std::vector<std::string> notes;      // ranks without a dump, unreadable files, ...
+  std::vector<std::string> summary;    // per communicator: the last operation each rank completed
+  std::vector<DoctorFinding> findings;
+  bool problem() const { return !findings.empty(); }
+};
+
+// Reads every dump in dir (files modified at or after `since`, seconds of the epoch; 0: all).
+// Throws std::runtime_error when dir holds no dump.
+DoctorReport diagnose_dir(const std::string& dir, double since = 0);
+// The analysis of parsed dumps (one JSON object per file).
+DoctorReport diagnose(const std::vector<nlohmann::json>& dumps);
+// Plain sentences, one per line.
+std::string doctor_text(const DoctorReport& r);
+nlohmann::json doctor_json(const DoctorReport& r);
+
+}  // namespace weft::launcher
