@@ -186,7 +186,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<nccl::Hierarchical> hier_;  // the hierarchical all-reduce's communicators
 
   std::mutex destroy_mu_;
-  bool destroyed_ = false;
+  std::atomic<bool> destroyed_{false};  // set under destroy_mu_; read without it on the call path
 
   // weftCommShrink (shrink.cc).
   std::vector<int> local_failures() const;  // the peers the transport saw fail
