@@ -1,7 +1,5 @@
 #include "runtime/comm/communicator.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <optional>
 #include <thread>
@@ -94,15 +92,6 @@ Communicator::~Communicator() {
 
 namespace {
 
-// CLOCK_MONOTONIC at the kernel's tick (steady_clock's clock, without the TSC read): for records
-// of calls too short to time.
-Clock::time_point coarse_now() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(ts.tv_sec) +
-                                                                        std::chrono::nanoseconds(ts.tv_nsec)));
-}
-
 // Runs body; an error becomes the code and message the call reports. An argument error leaves
 // nothing in flight; anything else may have, so the communicator is broken and the other ranks
 // are told (unless the error came from them).
@@ -168,20 +157,23 @@ void Communicator::run(const CollectiveArgs& args_in, const void* send, void* re
   if (device < 0 && direct_ && direct_->handles(args)) {
     std::pair<ErrorCode, std::string> result;
     // Idle queue and the automatic algorithm: the call runs here (the queue numbers it).
-    // Metrics and the algorithm log time the call; the flight recorder alone (on by default) takes
-    // the coarse clock (the kernel's tick, a few ms, in a few ns: two steady_clock reads cost 0.09 us
-    // of a 0.5 us call here); with neither, no clock is read unless the call waits.
+    // Metrics and the algorithm log time the call. The flight recorder alone (on by default)
+    // reads no clock: a call that finishes within its first polls is recorded untimed (two clock
+    // reads would cost 0.09 us of a 0.5 us call here); one that waits gets its start from the wait
+    // and its end from one more read.
     const bool ran = queue_->run_inline([&](uint64_t seq, uint64_t record) {
       FlightRecorder* const rec = recorder_;
-      const bool precise = metrics_ || log_level() >= LogLevel::kInfo;
-      const auto now = [precise] { return precise ? Clock::now() : coarse_now(); };
-      const Clock::time_point t0 = precise || rec ? now() : Clock::time_point{};
+      const bool timed = metrics_ || log_level() >= LogLevel::kInfo;
+      const Clock::time_point t0 = timed ? Clock::now() : Clock::time_point{};
       if (rec) rec->started(record, seq, args, t0, false);
-      result = guarded_call(failures_, args, seq, [&] { run_direct(args, send, recv, seq, record, t0); });
+      Clock::time_point start = t0;
+      result = guarded_call(failures_, args, seq, [&] { start = run_direct(args, send, recv, seq, record, t0); });
       if (result.first != ErrorCode::kSuccess)
         result.second = record_failure(telemetry_.get(), rec, record, args.kind, result.first, std::move(result.second));
-      else if (precise || rec)
-        observe(args, {}, seq, record, t0, now());
+      else if (timed || start != Clock::time_point{})
+        observe(args, {}, seq, record, start, Clock::now());
+      else if (rec)
+        rec->finished(record, Clock::time_point{}, 0);
     });
     if (ran) {
       if (result.first != ErrorCode::kSuccess) throw Error(result.first, result.second);
@@ -274,8 +266,8 @@ void Communicator::observe(const CollectiveArgs& a, const std::string& forced, u
   if (log_level() >= LogLevel::kInfo) log_algorithm(a, forced, seq, std::chrono::duration<double, std::micro>(t1 - t0).count());
 }
 
-void Communicator::run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq, uint64_t record,
-                              Clock::time_point start) {
+Clock::time_point Communicator::run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
+                                           uint64_t record, Clock::time_point start) {
   if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
   DirectContext ctx;
   ctx.start = start;
@@ -302,8 +294,10 @@ void Communicator::run_direct(const CollectiveArgs& a, const void* send, void* r
   if (recorder_) {
     recorder_->algorithm(record, kDirect);
     ctx.wait = recorder_->wait_note(record);
+    if (start == Clock::time_point{}) ctx.record_start = recorder_->start_field(record);
   }
   direct_->run(a, send, recv, ctx);
+  return ctx.start;
 }
 
 void Communicator::log_algorithm(const CollectiveArgs& a, const std::string& forced, uint64_t seq, double us) {

@@ -143,8 +143,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
                        bool& on_stream, int& device);
   void execute(const std::shared_ptr<Operation>& w);
   // The latency path for call number seq (ShmDirect). start: when the call started, or zero.
-  void run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq, uint64_t record,
-                  std::chrono::steady_clock::time_point start);
+  // Returns the call's start: `start`, or when zero the time its first wait set (zero: it never waited).
+  std::chrono::steady_clock::time_point run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
+                                                   uint64_t record, std::chrono::steady_clock::time_point start);
   // A call that succeeded, started at t0 and ended at t1: the flight recorder's record, metrics
   // and the algorithm log. forced: the algorithm the call was stamped with ("" = automatic).
   void observe(const CollectiveArgs& a, const std::string& forced, uint64_t seq, uint64_t record,

@@ -70,6 +70,8 @@ class FlightRecorder {
     }
     fill(s, record, seq, a, TraceState::kStarted, t, false, 0);
   }
+  // Where a call that starts untimed (left zero by started()) stores its start once it first waits.
+  std::atomic<int64_t>* start_field(uint64_t record) { return &slot(record).started_ns; }
   void algorithm(uint64_t record, const char* id) { slot(record).algorithm.store(id, std::memory_order_relaxed); }
   // Where the running operation `record` notes whom it waits for (one note per communicator: its
   // operations run one at a time).

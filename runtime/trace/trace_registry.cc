@@ -156,8 +156,8 @@ void TraceRegistry::start_locked() {
     }
     install_sigusr1(pipe_[1]);
   }
-  stopping_ = false;
-  thread_ = std::thread([this] { watch(); });
+  const uint64_t generation = ++generation_;
+  thread_ = std::thread([this, generation] { watch(generation); });
 }
 
 void TraceRegistry::stop() {
@@ -165,7 +165,7 @@ void TraceRegistry::stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!entries_.empty() || !thread_.joinable()) return;
-    stopping_ = true;
+    ++generation_;  // that thread's generation is over, whatever starts meanwhile
     t = std::move(thread_);
   }
   if (pipe_[1] >= 0) {
@@ -180,7 +180,12 @@ void TraceRegistry::stop() {
 // Wakes on SIGUSR1 (a byte in the pipe) or every half second to ask whether another rank published
 // a failure: a rank busy in its own code (or waiting on something else) then still writes its dump
 // while the job's other ranks write theirs.
-void TraceRegistry::watch() {
+//
+// A thread ends when its generation does, not on a shared flag: a communicator attached while the
+// last one's detach was stopping the thread starts a new one at once, and a flag reset by that
+// start left the old thread running and its join in detach() (so destroy()) waiting for ever
+// (seen with thread-ranks: one rank destroyed its communicator before the others had attached).
+void TraceRegistry::watch(uint64_t generation) {
   for (;;) {
     pollfd p{pipe_[0], POLLIN, 0};
     const int rc = ::poll(&p, 1, 500);
@@ -194,7 +199,7 @@ void TraceRegistry::watch() {
     std::vector<std::pair<uint64_t, std::function<std::string()>>> polls;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stopping_) return;
+      if (generation_ != generation) return;
       for (const Entry& e : entries_) {
         // A broken communicator dumped when its own operation failed.
         if (e.remote_dumped || !e.source.remote_failure || (e.source.broken && !e.source.broken().empty())) continue;

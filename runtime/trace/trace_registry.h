@@ -62,7 +62,7 @@ class TraceRegistry {
     TraceSource source;
     bool remote_dumped = false;
   };
-  void watch();
+  void watch(uint64_t generation);
   void start_locked();
   void stop();
   nlohmann::json to_json_locked(const std::string& reason);
@@ -75,7 +75,7 @@ class TraceRegistry {
   std::string job_;
   int world_rank_ = -1;
   std::thread thread_;
-  bool stopping_ = false;
+  uint64_t generation_ = 0;  // the running watch thread's; bumped by stop()
   int pipe_[2] = {-1, -1};  // the SIGUSR1 handler writes, the watch thread reads
 };
 

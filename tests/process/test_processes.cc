@@ -412,6 +412,9 @@ TEST(FlightRecorder, EveryRankDumpsWhenOneSkipsACollective) {
       EXPECT_EQ(last.at("algorithm"), "direct") << d.dump(1);
       EXPECT_NE(rs[r].output.find("flight recorder: " + dir), std::string::npos) << "the error names the dump\n" << dump(rs);
       EXPECT_EQ(last.at("waiting_on").at("rank"), 2) << d.dump(1);
+      // Run inline and untimed at first, the stuck call took its start from its first wait.
+      EXPECT_GT(last.at("started_us").get<double>(), 0) << d.dump(1);
+      EXPECT_GE(last.at("finished_us").get<double>() - last.at("started_us").get<double>(), 1000e3) << d.dump(1);
     }
   }
   // weft-doctor names the rank that never called #4, and whom the others waited for.
@@ -461,7 +464,16 @@ TEST(FlightRecorder, WeftCommDumpAndSigusr1WriteTheDump) {
   for (size_t i = 0; i < 4; ++i) {
     EXPECT_EQ(ops[i].at("seq"), i);
     EXPECT_EQ(ops[i].at("state"), "done");
-    EXPECT_GT(ops[i].at("finished_us").get<double>(), 0);
+    // Timed, or (a call the latency path ran inline without waiting) deliberately untimed.
+    const double started = ops[i].at("started_us").get<double>(), finished = ops[i].at("finished_us").get<double>();
+    if (finished == 0) {
+      EXPECT_EQ(ops[i].at("algorithm"), "direct") << ops[i].dump();
+      EXPECT_EQ(started, 0) << ops[i].dump();
+      EXPECT_FALSE(ops[i].contains("duration_us")) << ops[i].dump();
+    } else {
+      EXPECT_GT(started, 0) << ops[i].dump();
+      EXPECT_GE(finished, started) << ops[i].dump();
+    }
   }
   EXPECT_EQ(ops[3].at("collective"), "barrier");
   std::filesystem::remove_all(dir);

@@ -173,7 +173,10 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
   }
   if (!reached(seen, c)) {
     const auto t0 = Clock::now();
-    if (ctx.start == Clock::time_point{}) ctx.start = t0;
+    if (ctx.start == Clock::time_point{}) {
+      ctx.start = t0;
+      if (ctx.record_start) ctx.record_start->store(t0.time_since_epoch().count(), std::memory_order_relaxed);
+    }
     const auto deadline = ctx.start + ctx.timeout;
     // Spin while the peer is likely to answer soon; with more ranks than cores it cannot answer
     // while this rank holds the core, so yield almost at once. Then sleep on the peer's flag

@@ -36,6 +36,7 @@ struct DirectContext {
   uint16_t signature = 0;                  // call_signature(args)
   Transport* transport = nullptr;          // asked (every ~5 ms) whether a peer died
   WaitNote* wait = nullptr;                // noted once a wait outlasts the spin (flight recorder)
+  std::atomic<int64_t>* record_start = nullptr;  // given `start` when the first wait sets it (flight recorder)
 };
 
 class ShmDirect {
