@@ -15,8 +15,9 @@ std::vector<topo::PlanCandidate> rank_plans(const topo::ClusterView& view, Colle
                                             const topo::CostModel& m, uint64_t slice_bytes) {
   const topo::Plan base = topo::base_plan(view);
   const int p = view.size();
+  const topo::NetGraph net(view, m);
   PlanInput in{view, m, base, coll, static_cast<double>(bytes),
-               static_cast<double>(slice_bytes > 0 ? slice_bytes : kDefaultSliceBytes)};
+               static_cast<double>(slice_bytes > 0 ? slice_bytes : kDefaultSliceBytes), &net};
   std::vector<topo::PlanCandidate> out;
   // An algorithm's time: its latency terms plus the slower of its data transfer and, where ranks
   // outnumber a machine's cores, the waits for a core of the `steps` steps on its critical path

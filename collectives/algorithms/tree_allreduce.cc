@@ -110,7 +110,7 @@ bool predict_tree(const PlanInput& in, Prediction& out) {
       if (allreduce || in.coll == CollectiveKind::kBroadcast) flows.push_back({t.parent[r], r, half});
     }
   }
-  StageCost c = stage_cost(view, m, flows);
+  StageCost c = stage_cost(view, m, flows, in.net);
   if (c.b.gbs <= 0) c.b.add(m.edge(Path{PathClass::kSelf, Fabric::kNone, 0, 0}));
   // A pipeline of k slices per half (slices of slice_bytes / kTreeWindowSlices): k - 1 slices
   // at the busiest NIC's pace, plus one slice's trip along the slowest root-to-leaf path (up,

@@ -2,36 +2,18 @@
 // rings, rails, trees and predicted times Weft would use for a cluster of such nodes.
 #include <CLI/CLI.hpp>
 
-#include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
 #include "collectives/planner.h"
+#include "collectives/tool/tool_util.h"
 #include "runtime/base/error.h"
 #include "topology/topology.h"
 
 namespace {
 
-// "4096", "64K", "16M", "1G", "2GiB", "1.5M" (binary multiples).
-size_t parse_size(const std::string& text) {
-  std::string_view s = text;
-  double value = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || value < 0) weft::fail(weft::ErrorCode::kInvalidArgument, "bad size '{}'", text);
-  std::string suffix(ptr, s.data() + s.size());
-  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  double mult = 1;
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "KB" || suffix == "KIB") mult = 1024.0;
-  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") mult = 1024.0 * 1024 * 1024;
-  else weft::fail(weft::ErrorCode::kInvalidArgument, "bad size suffix in '{}' (use K, M or G)", text);
-  const double bytes = value * mult;
-  if (bytes > 1e15) weft::fail(weft::ErrorCode::kInvalidArgument, "size '{}' is too large", text);
-  return static_cast<size_t>(bytes);
-}
+using weft::tool::parse_size;
 
 weft::topo::NodeTopology load(const std::string& input) {
   return input.empty() ? weft::topo::load_topology() : weft::topo::load_topology_file(input);
