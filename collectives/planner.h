@@ -64,5 +64,12 @@ bool predict_ring(const PlanInput& in, Prediction& out);
 bool predict_tree(const PlanInput& in, Prediction& out);
 bool predict_rhd(const PlanInput& in, Prediction& out);
 bool predict_hier(const PlanInput& in, Prediction& out);
+bool predict_forest(const PlanInput& in, Prediction& out);
+
+// The packed spanning trees the planner explains (topo::packed_trees over the network of
+// `nodes` x `ranks_per_node` ranks of this node type and the model's fabric; ranks numbered as in
+// planned_ring): pass them as AlgoOptions::forest. Empty above topo::kForestExactRanks ranks.
+std::vector<topo::WeightedTree> planned_forest(const topo::NodeSummary& node, int nodes, int ranks_per_node,
+                                               const topo::CostModel& model);
 
 }  // namespace weft

@@ -82,12 +82,7 @@ uint64_t build_ring_part(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
 
 void build_ring_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
   const int n = b.nranks();
-  const uint64_t es = dtype_size(a.dtype);
-  if (a.count == 0) return;
-  if (n == 1) {
-    if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * es);
-    return;
-  }
+  if (trivial_allreduce(b, a)) return;
   const uint64_t channels = std::clamp<uint64_t>(static_cast<uint64_t>(std::max(opt.channels, 1)), 1,
                                                  std::max<uint64_t>(1, a.count / n));
   uint64_t scratch = 0;

@@ -22,6 +22,7 @@
 #include "collectives/planner.h"
 #include "collectives/tool/tool_util.h"
 #include "runtime/base/error.h"
+#include "topology/forest.h"
 #include "topology/topology.h"
 #include "topology/whatif.h"
 
@@ -106,7 +107,7 @@ Setup make_setup(topo::NodeSummary node, const FabricSpec& f, topo::CostModel mo
   if (f.nics > 0) topo::set_nics(node, f.nics, f.rate_gbs > 0 ? f.rate_gbs : model.net.gbs);
   else if (f.rate_gbs > 0) topo::set_nic_speed(node, f.rate_gbs);
   if (f.alpha_us >= 0) model.net.alpha_us = f.alpha_us;
-  model.fabric = f.fabric;
+  if (f.fabric.active()) model.fabric = f.fabric;  // else the cost model's own (--cost-model)
   // A GPU's own NIC sits on a PCIe switch built for it (GPUDirect at the NIC's rate): the cost
   // model's generic switch figures (20 and 18 GB/s) would cap a 400 Gbit/s NIC at PCIe 3 speed.
   // A path whose PCIe links the file gives stays capped by them.
@@ -122,10 +123,11 @@ Setup make_setup(topo::NodeSummary node, const FabricSpec& f, topo::CostModel mo
   for (const auto& n : s.node.nics) nic = std::max(nic, n.gbs);
   s.what = fmt::format("{} GPUs per node ({} ranks used), {} NIC{} of {:.3g} GB/s, {}{}", s.node.num_gpus(), s.per_node,
                        s.node.num_nics(), s.node.num_nics() == 1 ? "" : "s", nic > 0 ? nic : s.model.net.gbs,
-                       f.fabric.mesh()      ? fmt::format("a mesh of {} node links", f.fabric.links.size())
-                       : f.fabric.leaves() ? fmt::format("leaves of {} nodes{}, oversubscription {:g}:1", f.fabric.leaf_nodes,
-                                                         f.fabric.rail_optimized ? " (rail-optimised)" : "",
-                                                         f.fabric.oversubscription)
+                       s.model.fabric.mesh()      ? fmt::format("a mesh of {} node links", s.model.fabric.links.size())
+                       : s.model.fabric.leaves() ? fmt::format("leaves of {} nodes{}, oversubscription {:g}:1",
+                                                               s.model.fabric.leaf_nodes,
+                                                               s.model.fabric.rail_optimized ? " (rail-optimised)" : "",
+                                                               s.model.fabric.oversubscription)
                                            : std::string("one non-blocking switch"),
                        fmt::format(", network alpha {:g} us", s.model.net.alpha_us));
   return s;
@@ -185,6 +187,9 @@ std::vector<Row> evaluate(const Setup& s, CollectiveKind coll, int gpus, uint64_
     if (o.closed && closed.count(id)) r.closed_us = closed[id];
     r.chosen = id == chosen;
     if (o.event) {
+      // The packed trees the planner would pass (planned_forest); above kForestExactRanks the
+      // schedule's own chains, which the closed form does not describe.
+      if (id == "forest" && gpus <= topo::kForestExactRanks) opt.forest = topo::packed_trees(graph).trees;
       const CollectiveArgs args{coll, count, DataType::kFloat32, RedOp::kSum, 0, false};
       const EventSimResult e = simulate_schedules(*find_algorithm(id, coll), args, opt, graph, o.sim);
       if (e.ran) r.event_us = e.time_us;

@@ -8,6 +8,7 @@
 
 #include "collectives/event_sim.h"
 #include "collectives/planner.h"
+#include "topology/forest.h"
 #include "topology/whatif.h"
 
 using namespace weft;
@@ -30,9 +31,10 @@ Levels both(const topo::ClusterView& view, const topo::CostModel& m, CollectiveK
   opt.slice_bytes = slice;
   opt.node_of_rank = view.node_of_rank;
   opt.ring = topo::base_plan(view).rings[0];
+  const topo::NetGraph g(view, m);
+  if (id == "forest") opt.forest = topo::packed_trees(g).trees;  // as planned_forest
   const uint64_t per = kind == CollectiveKind::kAllReduce ? 1 : static_cast<uint64_t>(view.size());
   const CollectiveArgs args{kind, bytes / 4 / per, DataType::kFloat32, RedOp::kSum, 0, false};
-  const topo::NetGraph g(view, m);
   const EventSimResult r = simulate_schedules(*algo, args, opt, g);
   EXPECT_TRUE(r.ran) << r.why_not;
   out.event = r.time_us;
@@ -97,8 +99,10 @@ TEST(EventSim, AgreesWithTheClosedFormWhereBandwidthSetsTheTime) {
   // A mesh of unequal links: the ring's hops over their routes.
   topo::CostModel mesh = em;
   mesh.apply_json(nlohmann::json::parse(R"({"fabric": {"links": "0-1:1gbit,1-2:1gbit,2-3:1gbit,3-0:1gbit,0-2:250mbit"}})"));
-  cases.push_back({"4-node mesh", topo::make_uniform_cluster(cpu_node(), 4, 1), mesh, CollectiveKind::kAllReduce,
-                   16u << 20, {"ring"}});
+  const auto mesh4 = topo::make_uniform_cluster(cpu_node(), 4, 1);
+  cases.push_back({"4-node mesh", mesh4, mesh, CollectiveKind::kAllReduce, 16u << 20, {"ring", "forest"}});
+  cases.push_back({"4-node mesh", mesh4, mesh, CollectiveKind::kAllGather, 12u << 20, {"ring", "forest"}});
+  cases.push_back({"4-node mesh", mesh4, mesh, CollectiveKind::kReduceScatter, 12u << 20, {"forest"}});
   int checked = 0;
   for (const Case& c : cases)
     for (const std::string& id : c.ids) {

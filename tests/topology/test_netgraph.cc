@@ -1,10 +1,12 @@
 // The job's network as a graph (topology/netgraph.h): routes through NICs, leaves and the spine,
 // rail-optimised leaves, meshes of direct node links; the fabric's JSON and its errors; what-if
 // nodes (topology/whatif.h).
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
 #include "runtime/base/error.h"
 #include "topo_test_util.h"
+#include "topology/forest.h"
 #include "topology/netgraph.h"
 #include "topology/whatif.h"
 
@@ -145,4 +147,107 @@ TEST(WhatIf, NodesWithSwitchesAndNics) {
   EXPECT_EQ(summary_from_json(to_json(s)), s);
   // The DGX-like fixture's NVSwitches are read as a switch.
   EXPECT_TRUE(load_summary(fixture("dgx-a100-like-8gpu-nvswitch-8nic-nccl.xml")).gpu_switch);
+}
+
+// ---- Packed spanning trees (topology/forest.h) -------------------------------------------------
+
+namespace {
+
+// The all-gather bound by brute force: every set of vertices holding some but not all ranks.
+double brute_bound(const NetGraph& g) {
+  const int V = g.vertices(), n = g.ranks();
+  double best = 0;
+  for (uint32_t s = 1; s < (1u << V); ++s) {
+    int inside = 0;
+    for (int r = 0; r < n; ++r) inside += (s >> r) & 1;
+    if (inside == 0 || inside == n) continue;
+    double out = 0;
+    for (const NetEdge& e : g.edges())
+      if (((s >> e.from) & 1) && !((s >> e.to) & 1)) out += e.gbs;
+    best = std::max(best, inside / (out * 1e3));
+  }
+  return best;
+}
+
+CostModel mesh_model(const std::string& links) {
+  CostModel m = CostModel::defaults();
+  m.apply_json(nlohmann::json{{"fabric", {{"links", links}}}});
+  return m;
+}
+
+NodeSummary cpu_summary() {
+  NodeSummary s;
+  s.numa_nodes.push_back({0, 0, ""});
+  return s;
+}
+
+}  // namespace
+
+TEST(PackedTrees, CutBoundIsTheWorstCut) {
+  struct Case {
+    ClusterView view;
+    CostModel model;
+  };
+  std::vector<Case> cases;
+  const CostModel issue = mesh_model("0-1:1gbit,1-2:1gbit,2-3:1gbit,3-0:1gbit,0-2:250mbit");
+  cases.push_back({make_uniform_cluster(cpu_summary(), 4, 1), issue});
+  cases.push_back({make_uniform_cluster(cpu_summary(), 4, 2), issue});  // two ranks per node: a hub each
+  cases.push_back({make_uniform_cluster(cpu_summary(), 3, 1), mesh_model("0-1:1gbit,1-2:100mbit")});  // a line
+  cases.push_back({make_uniform_cluster(gpu_node(2, 1), 3, 2), CostModel::defaults()});           // one switch
+  for (const Case& c : cases) {
+    const NetGraph g(c.view, c.model);
+    ASSERT_LE(g.vertices(), 20);
+    const CutBound b = allgather_cut_bound(g);
+    EXPECT_TRUE(b.exact);
+    EXPECT_NEAR(b.us_per_byte, brute_bound(g), 1e-6 * b.us_per_byte) << g.ranks() << " ranks";
+  }
+  // The issue's mesh: the three other nodes must send node 1 (or 3) 3 shards over its 2 links of
+  // 1 Gbit/s; the 250 Mbit/s link does not help either.
+  const CutBound b = allgather_cut_bound(NetGraph(cases[0].view, cases[0].model));
+  EXPECT_NEAR(b.us_per_byte, 3 / (0.25 * 1e3), 1e-6 * b.us_per_byte);
+  EXPECT_TRUE(b.ranks_inside == (std::vector<int>{0, 2, 3}) || b.ranks_inside == (std::vector<int>{0, 1, 2}))
+      << fmt::format("{}", fmt::join(b.ranks_inside, ","));
+  EXPECT_NEAR(b.gbs_leaving, 0.25, 1e-9);
+}
+
+TEST(PackedTrees, PackingComesCloseToTheBound) {
+  struct Case {
+    std::string what;
+    ClusterView view;
+    CostModel model;
+    double within;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"ring 5x1", make_uniform_cluster(cpu_summary(), 5, 1),
+                   mesh_model("0-1:1gbit,1-2:1gbit,2-3:1gbit,3-4:1gbit,4-0:1gbit"), 1.02});
+  cases.push_back({"full mesh 4x1", make_uniform_cluster(cpu_summary(), 4, 1),
+                   mesh_model("0-1:1gbit,1-2:1gbit,2-3:1gbit,3-0:1gbit,0-2:1gbit,1-3:1gbit"), 1.02});
+  cases.push_back({"issue mesh 4x1", make_uniform_cluster(cpu_summary(), 4, 1),
+                   mesh_model("0-1:1gbit,1-2:1gbit,2-3:1gbit,3-0:1gbit,0-2:250mbit"), 1.05});
+  cases.push_back({"full mesh 4x1, one slow link", make_uniform_cluster(cpu_summary(), 4, 1),
+                   mesh_model("0-1:1gbit,1-2:1gbit,2-3:1gbit,3-0:250mbit,0-2:1gbit,1-3:1gbit"), 1.05});
+  cases.push_back({"MI250X-like fixture", make_uniform_cluster(load_summary(fixture("amd-xgmi-4gcd-slingshot-hwloc2.xml")), 1, 4),
+                   CostModel::defaults(), 1.05});
+  cases.push_back({"2 switched nodes of 4", make_uniform_cluster(gpu_node(4, 2), 2, 4), CostModel::defaults(), 1.10});
+  for (const Case& c : cases) {
+    const NetGraph g(c.view, c.model);
+    const Packing p = pack_spanning_trees(g);
+    check_forest(p.trees, g.ranks());
+    EXPECT_NEAR(p.us_per_byte, forest_us_per_byte(g, p.trees, false, true), 1e-12);
+    EXPECT_GE(p.us_per_byte, p.bound.us_per_byte * (1 - 1e-6)) << c.what;  // nothing beats the bound
+    EXPECT_LE(p.us_per_byte, p.bound.us_per_byte * c.within) << c.what << ": " << p.us_per_byte / p.bound.us_per_byte;
+    std::vector<int> per_root(g.ranks(), 0);
+    for (const auto& t : p.trees) per_root[t.tree.root]++;
+    for (int k : per_root) EXPECT_TRUE(k >= 1 && k <= PackOptions{}.max_per_root) << c.what;
+    // Deterministic: the same graph packs the same trees.
+    const Packing again = pack_spanning_trees(g);
+    ASSERT_EQ(again.trees.size(), p.trees.size());
+    for (size_t i = 0; i < p.trees.size(); ++i) EXPECT_EQ(again.trees[i].tree.parent, p.trees[i].tree.parent);
+  }
+  // Chains both ways reach the bound on a ring of equal links; one way only half of it.
+  const ClusterView four = make_uniform_cluster(cpu_summary(), 4, 1);  // a NetGraph keeps references to both
+  const CostModel ring_links = mesh_model("0-1:1gbit,1-2:1gbit,2-3:1gbit,3-0:1gbit");
+  const NetGraph ring(four, ring_links);
+  const auto chains = chain_forest({0, 1, 2, 3});
+  EXPECT_NEAR(forest_us_per_byte(ring, chains, false, true), allgather_cut_bound(ring).us_per_byte, 1e-6 * 0.012);
 }
