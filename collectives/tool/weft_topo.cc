@@ -79,6 +79,7 @@ int main(int argc, char** argv) {
         for (const auto& r : c.plan.rails) rails.push_back({{"index", r.index}, {"ranks", r.ranks}, {"nics", r.nics}});
         j.push_back({{"algorithm", c.plan.name},
                      {"predicted_us", c.predicted_us},
+                     {"ideal_us", c.plan.ideal_us},
                      {"bottleneck_gbs", c.plan.bottleneck_gbs},
                      {"rings", c.plan.rings},
                      {"rails", rails},
@@ -87,14 +88,21 @@ int main(int argc, char** argv) {
       }
       std::cout << nlohmann::json{{"nodes", nodes}, {"ranks_per_node", rpn}, {"bytes", bytes},
                                   {"collective", collective}, {"candidates", j},
+                                  {"ideal_us", plans.empty() ? 0.0 : plans.front().plan.ideal_us},
                                   {"weft_algorithm", weft::choose_algorithm(s, nodes, rpn, *coll, bytes, model, slice_bytes)}}.dump(2) << "\n";
       return 0;
     }
     std::cout << fmt::format("{} nodes x {} ranks ({} GPUs per node{}), {} of {} bytes\n\n", nodes, rpn, s.num_gpus(),
                              s.num_gpus() == 0 ? ", CPU-only: no GPU found" : "", collective, bytes);
-    std::cout << "Predicted times (fastest first):\n";
+    const double ideal = plans.empty() ? 0 : plans.front().plan.ideal_us;
+    std::cout << (*coll == weft::CollectiveKind::kAllReduce
+                      ? "Predicted times (fastest first; ideal: a reduce-scatter and an all-gather each at the worst cut's bound,\n"
+                        "ForestColl's; schedules that overlap the two on full-duplex links can come in under it):\n"
+                      : "Predicted times (fastest first; ideal: the worst cut's bound on the transfer, which no schedule beats):\n");
     for (const auto& c : plans)
-      std::cout << fmt::format("  {:<20} {:>12.2f} us\n", c.plan.name, c.predicted_us);
+      std::cout << fmt::format("  {:<20} {:>12.2f} us   {}\n", c.plan.name, c.predicted_us,
+                               ideal > 0 ? fmt::format("{:.2f}x the ideal {:.2f} us", c.predicted_us / ideal, ideal)
+                                         : std::string());
     std::cout << "\nChosen: " << plans.front().plan.explain();
     std::cout << "Weft algorithm (WEFT_ALGO unset): "
               << weft::choose_algorithm(s, nodes, rpn, *coll, bytes, model, slice_bytes) << "\n";
