@@ -10,6 +10,7 @@
 #include "collectives/datatype.h"
 #include "collectives/schedule.h"
 #include "runtime/base/collective_kind.h"
+#include "topology/trees.h"
 
 namespace weft {
 
@@ -39,6 +40,10 @@ struct AlgoOptions {
   // the nodes one after the other). The planner's flat ring (planned_ring, collectives/planner.h)
   // is the order to pass, so that the ring that was explained is the ring that runs.
   std::vector<int> ring;
+  // The packed spanning trees of the `forest` algorithm (the planner's packing, planned_forest,
+  // collectives/planner.h): trees over the ranks, each with the share of its root's shard it
+  // carries (empty: every root's half-shards along the nodes' chain, both ways).
+  std::vector<topo::WeightedTree> forest;
 };
 
 // Splits n items into `parts` contiguous parts whose sizes differ by at most one; returns the

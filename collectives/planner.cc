@@ -1,6 +1,8 @@
 // The planner (planner.h): ranks the predictions of the algorithm table, and the automatic choice.
 #include "collectives/planner.h"
 
+#include "topology/forest.h"
+
 #include <algorithm>
 #include <set>
 #include <string_view>
@@ -15,13 +17,22 @@ std::vector<topo::PlanCandidate> rank_plans(const topo::ClusterView& view, Colle
                                             const topo::CostModel& m, uint64_t slice_bytes) {
   const topo::Plan base = topo::base_plan(view);
   const int p = view.size();
+  const topo::NetGraph net(view, m);
   PlanInput in{view, m, base, coll, static_cast<double>(bytes),
-               static_cast<double>(slice_bytes > 0 ? slice_bytes : kDefaultSliceBytes)};
+               static_cast<double>(slice_bytes > 0 ? slice_bytes : kDefaultSliceBytes), &net};
   std::vector<topo::PlanCandidate> out;
   // An algorithm's time: its latency terms plus the slower of its data transfer and, where ranks
   // outnumber a machine's cores, the waits for a core of the `steps` steps on its critical path
   // (HostCpu; the link moves data while a rank waits; with ranks <= cores the wait is 0).
   const double wait = topo::host_wait_us(m.host, p);
+  // The ideal: the worst cut's bound on the transfer (topology/forest.h), for every candidate to
+  // show its distance to it. All-reduce = reduce-scatter + all-gather.
+  double ideal = 0;
+  if (p > 1 && (coll == CollectiveKind::kAllReduce || coll == CollectiveKind::kReduceScatter ||
+                coll == CollectiveKind::kAllGather)) {
+    const topo::CutBound cb = p <= topo::kForestExactRanks ? topo::packed_trees(net).bound : topo::allgather_cut_bound(net);
+    ideal = (coll == CollectiveKind::kAllReduce ? 2 : 1) * cb.us_per_byte * static_cast<double>(bytes) / p;
+  }
   std::set<std::string_view> seen;
   for (const Algorithm& a : algorithm_table()) {
     if (!a.predict || !seen.insert(a.id).second) continue;  // one prediction per id: its first row's
@@ -41,6 +52,7 @@ std::vector<topo::PlanCandidate> rank_plans(const topo::ClusterView& view, Colle
     plan.collective = coll;
     plan.bytes = bytes;
     plan.predicted_us = p > 1 ? us : 0.0;
+    plan.ideal_us = ideal;
     plan.bottleneck_gbs = pr.b.gbs;
     plan.alpha_us = pr.b.alpha;
     plan.reasons = std::move(pr.reasons);
@@ -76,6 +88,13 @@ std::string choose_algorithm(const topo::NodeSummary& node, int nodes, int ranks
     return p.plan.algorithm;
   }
   return "ring";
+}
+
+std::vector<topo::WeightedTree> planned_forest(const topo::NodeSummary& node, int nodes, int ranks_per_node,
+                                               const topo::CostModel& model) {
+  const topo::ClusterView view = topo::make_uniform_cluster(node, nodes, ranks_per_node);
+  if (view.size() > topo::kForestExactRanks) return {};
+  return topo::packed_trees(topo::NetGraph(view, model)).trees;
 }
 
 std::vector<int> planned_ring(const topo::NodeSummary& node, int nodes, int ranks_per_node) {

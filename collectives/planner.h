@@ -12,6 +12,7 @@
 #include "topology/cluster.h"
 #include "topology/cost.h"
 #include "topology/flows.h"
+#include "topology/netgraph.h"
 #include "topology/plan.h"
 
 namespace weft {
@@ -24,6 +25,9 @@ struct PlanInput {
   CollectiveKind coll = CollectiveKind::kAllReduce;
   double bytes = 0;
   double slice_bytes = static_cast<double>(kDefaultSliceBytes);  // the schedules' slice (WEFT_SLICE_BYTES)
+  // The job's network as a graph (topology/netgraph.h): the links between nodes where the fabric
+  // is more than one switch (leaves, a mesh), and what the packed spanning trees pack over.
+  const topo::NetGraph* net = nullptr;
 };
 
 // An algorithm's predicted time: latency terms plus the slower of its data transfer and, where
@@ -60,5 +64,12 @@ bool predict_ring(const PlanInput& in, Prediction& out);
 bool predict_tree(const PlanInput& in, Prediction& out);
 bool predict_rhd(const PlanInput& in, Prediction& out);
 bool predict_hier(const PlanInput& in, Prediction& out);
+bool predict_forest(const PlanInput& in, Prediction& out);
+
+// The packed spanning trees the planner explains (topo::packed_trees over the network of
+// `nodes` x `ranks_per_node` ranks of this node type and the model's fabric; ranks numbered as in
+// planned_ring): pass them as AlgoOptions::forest. Empty above topo::kForestExactRanks ranks.
+std::vector<topo::WeightedTree> planned_forest(const topo::NodeSummary& node, int nodes, int ranks_per_node,
+                                               const topo::CostModel& model);
 
 }  // namespace weft

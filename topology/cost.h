@@ -4,12 +4,15 @@
 //   {"classes": {"NV": {"alpha_us": 1.0, "gbs": 150}, "SYS": {"alpha_us": 5}},
 //    "net": {"alpha_us": 6.0, "gbs": 25}, "host": {"msg_cpu_us": 20}}
 // A "gbs" given in the file replaces the class bandwidth and is not capped by the topology.
-// "host" describes the CPU the ranks of one machine share (see HostCpu).
+// "host" describes the CPU the ranks of one machine share (see HostCpu); "fabric" the network
+// between the nodes when it is more than one non-blocking switch (see NetFabric).
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include <array>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "topology/model.h"
 
@@ -36,12 +39,46 @@ struct HostCpu {
   bool oversubscribed() const { return cores > 0 && ranks > cores; }
 };
 
+// A direct link between two nodes (node indices of the cluster view: nodes in order of their
+// first rank), used in both directions, each direction at gbs.
+struct NodeLink {
+  int a = 0, b = 0;
+  double gbs = 0;
+  double alpha_us = -1;  // < 0: the model's net alpha
+  bool operator==(const NodeLink&) const = default;
+};
+
+// The network between the nodes (topology/netgraph.h builds its graph). Default: every NIC on one
+// non-blocking switch. Leaves: `leaf_nodes` nodes per leaf switch (rail-optimised: one leaf per
+// NIC index, so NIC k of those nodes share a leaf; else all their NICs), leaves joined by a spine
+// whose uplinks carry the leaf's NIC bandwidth divided by `oversubscription`. A mesh (`links`):
+// no switch at all, direct links of their own rate between node pairs, traffic between nodes
+// without a link routed over the fewest links (then the widest path).
+// JSON: "fabric": {"leaf_nodes": 32, "rail_optimized": true, "oversubscription": 2,
+//                  "links": "0-1:1gbit,1-2:1gbit,0-2:250mbit"  (or [{"nodes": [0, 1], "gbs": 0.125}])}
+struct NetFabric {
+  int leaf_nodes = 0;
+  bool rail_optimized = false;
+  double oversubscription = 1;
+  std::vector<NodeLink> links;
+  bool leaves() const { return leaf_nodes > 0; }
+  bool mesh() const { return !links.empty(); }
+  bool active() const { return leaves() || mesh(); }
+};
+
+// "400gbit", "250mbit", "100kbit", "12.5GB/s" (bytes), "25" (GB/s) -> GB/s; weft::Error naming
+// the text when it is not a positive rate.
+double parse_rate_gbs(std::string_view text);
+// "0-1:1gbit,1-2:250mbit" -> links (both directions each); weft::Error naming the bad entry.
+std::vector<NodeLink> parse_node_links(std::string_view text);
+
 struct CostModel {
   std::array<LinkCost, 7> classes{};      // indexed by PathClass; kSelf = two ranks on one device or NUMA node
   std::array<bool, 7> fixed_gbs{};        // set by an override: ignore the topology's bandwidth
   LinkCost net{};                         // between nodes; gbs is the fallback when a NIC speed is unknown
   bool fixed_net_gbs = false;
   HostCpu host{};
+  NetFabric fabric{};
 
   static CostModel defaults();
   // defaults() plus the overrides in the JSON file (weft::Error naming the file on bad input).

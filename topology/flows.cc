@@ -1,6 +1,8 @@
 // Flow and stage helpers of the cost model (flows.h).
 #include "topology/flows.h"
 
+#include "topology/netgraph.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -55,7 +57,9 @@ Bottleneck ring_bottleneck(const ClusterView& v, const CostModel& m, const std::
 // flows to other nodes (each direction on its own), each rank sends its flows inside the node one
 // after the other; the slowest of these sets the time. `b` collects the links used.
 
-StageCost stage_cost(const ClusterView& v, const CostModel& m, const std::vector<Flow>& flows) {
+StageCost stage_cost(const ClusterView& v, const CostModel& m, const std::vector<Flow>& flows, const NetGraph* graph) {
+  const bool fabric = graph && m.fabric.active();
+  std::vector<Flow> between;
   struct Nic {
     double out = 0, in = 0;
     LinkCost cost;
@@ -71,6 +75,8 @@ StageCost stage_cost(const ClusterView& v, const CostModel& m, const std::vector
       c.b.add(e);
       continue;
     }
+    if (fabric) between.push_back(f);
+    if (fabric && m.fabric.mesh()) continue;  // no NICs: the graph's links below
     for (int side = 0; side < 2; ++side) {
       const int r = side == 0 ? f.from : f.to;
       Nic& n = nics[{v.node_of_rank[r], v.bindings[r].nic}];
@@ -84,7 +90,24 @@ StageCost stage_cost(const ClusterView& v, const CostModel& m, const std::vector
     c.us = std::max(c.us, transfer_us(std::max(n.out, n.in), n.cost.gbs));
     c.nic_bytes = std::max(c.nic_bytes, std::max(n.out, n.in));
   }
+  if (!between.empty()) {
+    int busiest = -1;
+    c.us = std::max(c.us, flows_time_us(*graph, between, &busiest));
+    if (busiest >= 0) c.b.add({m.net.alpha_us, graph->edges()[busiest].gbs});
+  }
   return c;
+}
+
+Bottleneck graph_bottleneck(const NetGraph& g, const std::vector<Flow>& flows) {
+  Bottleneck b;
+  double bytes = 0;
+  for (const Flow& f : flows) {
+    bytes = std::max(bytes, f.bytes);
+    b.alpha = std::max(b.alpha, g.alpha_us(f.from, f.to));
+  }
+  const double us = flows_time_us(g, flows);
+  b.gbs = us > 0 ? bytes / (us * 1e3) : 0;
+  return b;
 }
 
 // The ranks node by node, each node's in ascending order: the order in which Weft's tree and

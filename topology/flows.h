@@ -11,6 +11,8 @@
 
 namespace weft::topo {
 
+class NetGraph;  // netgraph.h
+
 // The path between two ranks of one node (their bound devices).
 Path intra_path(const ClusterView& v, int a, int b);
 // Ranks of `rank`'s node that share its NIC (>= 1).
@@ -47,7 +49,13 @@ struct StageCost {
   double nic_bytes = 0;     // bytes through the busiest NIC (one direction)
   Bottleneck b;
 };
-StageCost stage_cost(const ClusterView& v, const CostModel& m, const std::vector<Flow>& flows);
+// With a graph of a fabric that is more than one switch (CostModel::fabric: leaves, a mesh) the
+// flows between nodes are charged to the graph's links instead (a mesh has no NICs).
+StageCost stage_cost(const ClusterView& v, const CostModel& m, const std::vector<Flow>& flows,
+                     const NetGraph* graph = nullptr);
+// The slowest of a set of flows that run at once, as a link: bandwidth = bytes of one flow over the
+// time they take together on the graph (flows of equal size), alpha = the largest route latency.
+Bottleneck graph_bottleneck(const NetGraph& g, const std::vector<Flow>& flows);
 
 // The ranks node by node, each node's in ascending order: the order in which Weft's tree and
 // halving-doubling schedules place the ranks (collectives/algorithms/slicing.h, node_order, is

@@ -95,6 +95,7 @@ void FabricBuilder::apply(NodeTopology& topo, Fabric fabric) {
       }
     }
   if (any_) topo.fabric = fabric;
+  topo.gpu_switch = !switch_links_.empty();
 }
 
 bool is_gpu_class(uint16_t class_id) {

@@ -83,6 +83,7 @@ struct NodeTopology {
   std::vector<Gpu> gpus;  // in PCI bus order after finalize()
   std::vector<Nic> nics;  // in PCI bus order after finalize()
   Fabric fabric = Fabric::kNone;
+  bool gpu_switch = false;  // the fabric goes through switches (NVSwitch): a GPU's links are one port to all peers
   std::vector<std::vector<int>> gpu_links;       // [i][j]: NVLink/XGMI link count, 0: none
   std::vector<std::vector<double>> gpu_link_gbs;  // [i][j]: fabric bandwidth GB/s
   std::vector<std::string> notes;                 // what the reader noticed (for --verbose)

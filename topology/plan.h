@@ -38,6 +38,7 @@ struct Plan {
   std::vector<Tree> trees;              // the double binary tree, over ranks (in node order)
   std::vector<Level> levels;
   double predicted_us = 0;
+  double ideal_us = 0;                  // the worst cut's bound on the transfer (forest.h; all-reduce: twice, RS + AG)
   double bottleneck_gbs = 0;
   double alpha_us = 0;                  // per-step latency used
   std::vector<std::string> reasons;     // how the choice and the prediction were made

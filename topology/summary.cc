@@ -33,6 +33,7 @@ NodeSummary summarize(const NodeTopology& topo) {
   s.hostname = clean(topo.hostname);
   s.source = clean(topo.source);
   s.fabric = topo.fabric;
+  s.gpu_switch = topo.gpu_switch && topo.fabric != Fabric::kNone;
   for (const auto& n : topo.numas) s.numa_nodes.push_back({n.os_index, n.package, n.cpuset});
   auto numa_os = [&](int idx) { return idx >= 0 && idx < static_cast<int>(topo.numas.size()) ? topo.numas[idx].os_index : -1; };
   auto cpuset_of = [&](int node) {
@@ -151,6 +152,7 @@ nlohmann::json to_json(const NodeSummary& s) {
   j["hostname"] = s.hostname;
   j["source"] = s.source;
   j["fabric"] = fabric_name(s.fabric);
+  if (s.gpu_switch) j["gpu_switch"] = true;
   j["numa_nodes"] = nlohmann::json::array();
   for (const auto& n : s.numa_nodes) j["numa_nodes"].push_back({{"os_index", n.os_index}, {"package", n.package}, {"cpuset", n.cpuset}});
   j["gpus"] = nlohmann::json::array();
@@ -184,6 +186,7 @@ NodeSummary summary_from_json(const nlohmann::json& j) {
     s.source = j.value("source", "");
     std::string fabric = j.value("fabric", "none");
     s.fabric = fabric == "nvlink" ? Fabric::kNVLink : fabric == "xgmi" ? Fabric::kXGMI : Fabric::kNone;
+    s.gpu_switch = j.value("gpu_switch", false);
     for (const auto& n : j.at("numa_nodes"))
       s.numa_nodes.push_back({n.at("os_index").get<int>(), n.value("package", -1), n.value("cpuset", "")});
     for (const auto& g : j.at("gpus")) s.gpus.push_back(device_from(g, false));

@@ -31,6 +31,7 @@ struct NodeSummary {
   std::string hostname;
   std::string source;  // "live" or the file it came from
   Fabric fabric = Fabric::kNone;
+  bool gpu_switch = false;  // GPU links go through switches (NVSwitch): each GPU's links are one port
   std::vector<NumaInfo> numa_nodes;
   std::vector<DeviceInfo> gpus;  // PCI bus order; id "GPU<i>"
   std::vector<DeviceInfo> nics;  // PCI bus order

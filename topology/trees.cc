@@ -41,19 +41,6 @@ void binary_tree_links(int n, int v, int* parent, int* child0, int* child1) {
 
 namespace {
 
-Tree tree_from_parents(std::vector<int> parent) {
-  Tree t;
-  const int n = static_cast<int>(parent.size());
-  t.children.assign(n, {});
-  for (int v = 0; v < n; ++v) {
-    if (parent[v] < 0) t.root = v;
-    else t.children[parent[v]].push_back(v);
-  }
-  for (auto& c : t.children) std::sort(c.begin(), c.end());
-  t.parent = std::move(parent);
-  return t;
-}
-
 // Full binary tree over [lo, hi] (even ends) whose in-order sequence is lo..hi: odd vertices are
 // interior, even ones leaves. Returns the subtree root.
 int full_inorder(int lo, int hi, std::vector<int>& parent) {
@@ -101,6 +88,32 @@ Tree relabel(const Tree& pos, const std::vector<int>& order) {
   }
   t.root = order[pos.root];
   for (auto& c : t.children) std::sort(c.begin(), c.end());
+  return t;
+}
+
+Tree tree_from_parents(const std::vector<int>& parent) {
+  const int n = static_cast<int>(parent.size());
+  if (n == 0) fail(ErrorCode::kInvalidArgument, "tree: no vertices");
+  Tree t;
+  t.parent = parent;
+  t.children.assign(n, {});
+  for (int v = 0; v < n; ++v) {
+    const int p = parent[v];
+    if (p < 0) {
+      if (t.root >= 0) fail(ErrorCode::kInvalidArgument, "tree: two roots, vertices {} and {}", t.root, v);
+      t.root = v;
+      t.parent[v] = -1;
+      continue;
+    }
+    if (p >= n || p == v) fail(ErrorCode::kInvalidArgument, "tree: vertex {} has parent {} (not another of 0..{})", v, p, n - 1);
+    t.children[p].push_back(v);
+  }
+  if (t.root < 0) fail(ErrorCode::kInvalidArgument, "tree: no root (every vertex has a parent)");
+  for (int v = 0; v < n; ++v) {
+    int x = v, hops = 0;
+    while (t.parent[x] >= 0 && hops++ <= n) x = t.parent[x];
+    if (x != t.root) fail(ErrorCode::kInvalidArgument, "tree: vertex {} does not reach the root {} (a cycle)", v, t.root);
+  }
   return t;
 }
 

@@ -25,6 +25,17 @@ struct Tree {
   bool is_leaf(int v) const { return children.at(v).empty(); }
 };
 
+// A tree of a packing (topology/forest.h, the `forest` algorithm): it carries `share` of its
+// root's shard (the shares of one root's trees sum to 1).
+struct WeightedTree {
+  Tree tree;
+  double share = 0;
+};
+
+// A tree over n vertices from its parent array (-1 for the root): children ascending. Throws
+// weft::Error (kInvalidArgument) naming the vertex when parent does not make one tree over all n.
+Tree tree_from_parents(const std::vector<int>& parent);
+
 // NCCL's in-order binary tree: vertex v's parent and children (-1: none).
 void binary_tree_links(int n, int v, int* parent, int* child0, int* child1);
 // Tree 1: the in-order binary tree (odd vertices are leaves). Tree 2: its mirror (n even) or, for odd

@@ -26,6 +26,9 @@ const std::vector<Algorithm>& algorithm_table() {
                "nodes along rails (same local index, all rails at once), ring all-gather inside each node; "
                "the flat ring unless every node has the same number (>= 2) of ranks and there are >= 2 nodes.",
        {K::kAllReduce}, build_hier_allreduce, "hierarchical", predict_hier},
+      {"forest", "Packed spanning trees: every rank's shard reduced up and sent down its own trees (the planner's "
+                 "packing over the job's links, close to the worst cut's bound; ForestColl/Blink), slice by slice.",
+       {K::kAllReduce}, build_forest_allreduce, "packed_trees", predict_forest},
       {"ring", "Pipelined ring reduce-scatter: block c travels c+1 -> ... -> c, combined on the way.",
        {K::kReduceScatter}, build_ring_reducescatter, "ring", predict_ring},
       {"ring", "Pipelined ring all-gather: every block travels n-1 hops around r -> r+1.",
@@ -38,6 +41,10 @@ const std::vector<Algorithm>& algorithm_table() {
                "all-gather inside each node of what every rail gathered, overlapping slice by slice; the flat "
                "ring unless nodes are equal (>= 2 of >= 2 ranks).",
        {K::kAllGather}, build_hier_allgather, "hierarchical", predict_hier},
+      {"forest", "Packed spanning trees reduce-scatter: every rank's block reduced up the reversed trees to it.",
+       {K::kReduceScatter}, build_forest_reducescatter, "packed_trees", predict_forest},
+      {"forest", "Packed spanning trees all-gather: every rank's block sent down its trees from it.",
+       {K::kAllGather}, build_forest_allgather, "packed_trees", predict_forest},
       {"chain", "Pipelined chain broadcast root -> root+1 -> ... -> root-1.", {K::kBroadcast}, build_chain_broadcast, nullptr, nullptr},
       {"binomial", "Binomial-tree broadcast: ceil(log2 n) rounds, slices pipelined.", {K::kBroadcast},
        build_binomial_broadcast, nullptr, nullptr},

@@ -41,6 +41,11 @@ HierPosition hier_position(const std::vector<int>& node_of_rank, int nranks, int
 // then rails): hier_gather_scatter.cc. The flat ring where hier_layout does not suit.
 void build_hier_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_hier_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+// Packed spanning trees (forest.cc): every root's shard down (all-gather) and/or up (reduce-scatter)
+// its trees, AlgoOptions::forest (else the nodes' chain both ways).
+void build_forest_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_forest_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_forest_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_ring_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_ring_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_chain_broadcast(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);

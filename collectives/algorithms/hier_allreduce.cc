@@ -227,6 +227,14 @@ bool predict_hier(const PlanInput& in, Prediction& out) {
     Bottleneck x = ring_bottleneck(view, in.model, rail.ranks, true);
     if (x.gbs > 0) br.add({x.alpha, x.gbs});
   }
+  if (in.net && in.model.fabric.active()) {
+    // Leaves or a mesh: every rail's ring hops at once over the graph.
+    std::vector<Flow> hops;
+    for (const auto& rail : in.base.rails)
+      for (size_t i = 0; rail.ranks.size() > 1 && i < rail.ranks.size(); ++i)
+        hops.push_back({rail.ranks[i], rail.ranks[(i + 1) % rail.ranks.size()], 1e6});
+    br = graph_bottleneck(*in.net, hops);
+  }
   const double chunk = S / R;
   auto overlapped = [](const std::vector<double>& phase, const std::vector<double>& slice) {
     const size_t slowest = static_cast<size_t>(std::max_element(phase.begin(), phase.end()) - phase.begin());
@@ -237,10 +245,15 @@ bool predict_hier(const PlanInput& in, Prediction& out) {
   };
   double xfer, lat;
   if (allreduce) {
-    xfer = overlapped({(R - 1.0) / R * transfer_us(S, bi.gbs), 2.0 * (N - 1) / N * transfer_us(chunk, br.gbs),
-                       (R - 1.0) / R * transfer_us(S, bi.gbs)},
-                      {transfer_us(std::min(chunk, kSlice), bi.gbs), transfer_us(std::min(chunk / N, kSlice), br.gbs),
-                       transfer_us(std::min(chunk, kSlice), bi.gbs)});
+    // The node's reduce-scatter and all-gather run at once (slice by slice) over the same links
+    // inside the node: one phase of twice the bytes against the rails.
+    const double rails = 2.0 * (N - 1) / N * transfer_us(chunk, br.gbs);
+    xfer = overlapped({2.0 * (R - 1.0) / R * transfer_us(S, bi.gbs), rails},
+                      {2.0 * transfer_us(std::min(chunk, kSlice), bi.gbs), transfer_us(std::min(chunk / N, kSlice), br.gbs)});
+    // The node's ring reduce-scatter finishes every slice of its shard in its last step only: the
+    // rails start after (R-2)/R of the buffer has crossed the node's links (nothing on 2 ranks
+    // per node; with fast links inside the node, little).
+    xfer = std::max(xfer, (R - 2.0) / R * transfer_us(S, bi.gbs) + rails + transfer_us(std::min(chunk, kSlice), bi.gbs));
     lat = 2.0 * (R - 1) * bi.alpha + 2.0 * (N - 1) * br.alpha;
   } else if (rooted) {
     xfer = (R - 1.0) / R * transfer_us(S, bi.gbs) + transfer_us(chunk, br.gbs);
@@ -249,8 +262,13 @@ bool predict_hier(const PlanInput& in, Prediction& out) {
     // Reduce-scatter: blocks of each rail summed inside the node, then along the rail;
     // all-gather: the other way round. One rank's block is S / p.
     const double block = S / p;
-    xfer = overlapped({(R - 1.0) / R * transfer_us(S, bi.gbs), (N - 1.0) / N * transfer_us(chunk, br.gbs)},
+    const double rails = (N - 1.0) / N * transfer_us(chunk, br.gbs);
+    xfer = overlapped({(R - 1.0) / R * transfer_us(S, bi.gbs), rails},
                       {transfer_us(std::min(block, kSlice), bi.gbs), transfer_us(std::min(block, kSlice), br.gbs)});
+    // Reduce-scatter: the rails start on the node sums, which the node's ring finishes in its
+    // last step (as for the all-reduce); the all-gather forwards each slice as the rails deliver.
+    if (in.coll == CollectiveKind::kReduceScatter)
+      xfer = std::max(xfer, (R - 2.0) / R * transfer_us(S, bi.gbs) + rails + transfer_us(std::min(block, kSlice), bi.gbs));
     lat = (R - 1) * bi.alpha + (N - 1) * br.alpha;
   }
   Bottleneck b = bi;

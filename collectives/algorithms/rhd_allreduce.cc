@@ -175,7 +175,7 @@ bool predict_rhd(const PlanInput& in, Prediction& out) {
   double xfer = 0, lat = 0, busiest = 0;
   Bottleneck b;
   for (const auto& st : stages) {
-    StageCost c = stage_cost(in.view, in.model, st);
+    StageCost c = stage_cost(in.view, in.model, st, in.net);
     xfer += c.us;
     lat += c.b.alpha;
     busiest += c.nic_bytes;

@@ -82,12 +82,7 @@ uint64_t build_ring_part(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
 
 void build_ring_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
   const int n = b.nranks();
-  const uint64_t es = dtype_size(a.dtype);
-  if (a.count == 0) return;
-  if (n == 1) {
-    if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * es);
-    return;
-  }
+  if (trivial_allreduce(b, a)) return;
   const uint64_t channels = std::clamp<uint64_t>(static_cast<uint64_t>(std::max(opt.channels, 1)), 1,
                                                  std::max<uint64_t>(1, a.count / n));
   uint64_t scratch = 0;
@@ -106,16 +101,35 @@ void build_ring_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
 namespace weft {
 
 bool predict_ring(const PlanInput& in, Prediction& out) {
-  const topo::Bottleneck b = topo::ring_bottleneck(in.view, in.model, in.base.rings[0], false);
+  topo::Bottleneck b = topo::ring_bottleneck(in.view, in.model, in.base.rings[0], false);
+  if (in.net && in.model.fabric.active()) {
+    // Leaves or a mesh: the ring's hops all at once over the graph (hops that share a link, or a
+    // mesh route of several links, slow each other down).
+    std::vector<topo::Flow> hops;
+    const std::vector<int>& ring = in.base.rings[0];
+    for (size_t i = 0; ring.size() > 1 && i < ring.size(); ++i) hops.push_back({ring[i], ring[(i + 1) % ring.size()], 1e6});
+    b = topo::graph_bottleneck(*in.net, hops);
+  }
   const double S = in.bytes;
   const int p = in.view.size();
+  // A chunk's way round the ring crosses every hop: the steps in sequence pay the hops' latencies
+  // in turn, the average hop's per step (the slowest hop's for every step overcounts a ring of
+  // many fast hops inside nodes and a few between them).
+  const std::vector<int>& ring = in.base.rings[0];
+  double alpha = 0;
+  for (size_t i = 0; ring.size() > 1 && i < ring.size(); ++i) {
+    const int a = ring[i], z = ring[(i + 1) % ring.size()];
+    alpha += in.net && in.model.fabric.active() ? in.net->alpha_us(a, z) : topo::rank_edge(in.view, in.model, a, z, false).alpha_us;
+  }
+  alpha = ring.size() > 1 ? alpha / static_cast<double>(ring.size()) : b.alpha;
   const bool allreduce = in.coll == CollectiveKind::kAllReduce;
   const bool rooted = in.coll == CollectiveKind::kBroadcast || in.coll == CollectiveKind::kReduce;
-  if (allreduce) out.xfer_us = 2.0 * (p - 1) / p * topo::transfer_us(S, b.gbs), out.lat_us = 2.0 * (p - 1) * b.alpha;
-  else if (rooted) out.xfer_us = topo::transfer_us(S, b.gbs), out.lat_us = (p - 1) * b.alpha;
-  else out.xfer_us = 1.0 * (p - 1) / p * topo::transfer_us(S, b.gbs), out.lat_us = (p - 1) * b.alpha;
+  if (allreduce) out.xfer_us = 2.0 * (p - 1) / p * topo::transfer_us(S, b.gbs), out.lat_us = 2.0 * (p - 1) * alpha;
+  else if (rooted) out.xfer_us = topo::transfer_us(S, b.gbs), out.lat_us = (p - 1) * alpha;
+  else out.xfer_us = 1.0 * (p - 1) / p * topo::transfer_us(S, b.gbs), out.lat_us = (p - 1) * alpha;
   out.b = b;
-  out.reasons = {fmt::format("flat ring over {} ranks; slowest hop {:.1f} GB/s, {:.1f} us per step", p, b.gbs, b.alpha),
+  out.reasons = {fmt::format("flat ring over {} ranks; slowest hop {:.1f} GB/s, {:.1f} us per step on average (slowest {:.1f})",
+                             p, b.gbs, alpha, b.alpha),
                  "intra-node order minimises SYS, then NODE/PHB, then PXB crossings (NVLink neighbours first)"};
   out.steps = allreduce ? 2.0 * (p - 1) : p - 1.0;
   return true;

@@ -83,6 +83,15 @@ class SlotRing {
 
 inline int mod(int a, int n) { return ((a % n) + n) % n; }
 
+// The all-reduce cases every algorithm handles alike: nothing to do for no elements, a copy (out of
+// place) for one rank. True when it built the whole schedule.
+inline bool trivial_allreduce(ScheduleBuilder& b, const CollectiveArgs& a) {
+  if (a.count == 0) return true;
+  if (b.nranks() > 1) return false;
+  if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * dtype_size(a.dtype));
+  return true;
+}
+
 // The order in which rings and chains visit the ranks: by node (opt.node_of_rank), then by rank,
 // so that a ring crosses between nodes once per node however the launcher numbered the ranks
 // (round-robin placement, mpirun --map-by node, would otherwise cross at every hop). The identity

@@ -26,59 +26,90 @@ topo::Tree rank_tree(const AlgoOptions& opt, int n, int which) {
 }
 
 void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
-  const int n = b.nranks(), r = b.rank();
+  const int n = b.nranks();
   const uint64_t es = dtype_size(a.dtype);
-  if (a.count == 0) return;
-  if (n == 1) {
-    if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * es);
-    return;
-  }
+  if (trivial_allreduce(b, a)) return;
   const Buf own = a.in_place ? Buf::kRecv : Buf::kSend;
-  const uint64_t kSlots = 4;
   uint64_t scratch = 0;
   for (int t = 0; t < 2; ++t) {
     const topo::Tree tree = rank_tree(opt, n, t);
     const uint64_t first = part_offset(a.count, 2, t), count = part_offset(a.count, 2, t + 1) - first;
-    if (count == 0) continue;
-    const SlicedRange half(first, count, es,
-                           slices_for(count, es, std::max<uint64_t>(opt.slice_bytes / topo::kTreeWindowSlices, es)));
-    const int parent = tree.parent[r];
-    const std::vector<int>& kids = tree.children[r];
-    std::vector<SlotRing> slots;
-    for (size_t k = 0; k < kids.size(); ++k) {
-      slots.emplace_back(scratch, half.max_bytes(), kSlots);
-      scratch = slots.back().end();
-    }
-    std::vector<StepId> down;  // the receive of each slice from the parent, for the window
-    for (uint64_t j = 0; j < half.slices; ++j) {
-      const uint64_t off = half.off(j), bytes = half.bytes(j);
-      if (!bytes) continue;
-      // Up: combine own with the children in ascending order.
-      Ref acc{own, off};
-      StepId acc_ready = kNoStep;
-      for (size_t k = 0; k < kids.size(); ++k) {
-        auto slot = slots[k].take();
-        StepId rv = b.recv(kids[k], slot.ref, bytes, {slot.last_user});
-        acc_ready = k == 0 ? b.reduce3({Buf::kRecv, off}, {own, off}, slot.ref, bytes, {rv})
-                           : b.reduce({Buf::kRecv, off}, slot.ref, bytes, {rv, acc_ready});
-        acc = {Buf::kRecv, off};
-        slots[k].release(slot, acc_ready);
-      }
-      // Down: the root finishes; everyone else receives the result from its parent.
-      StepId done;
-      if (parent < 0) {
-        done = acc_ready;
-        if (a.op == RedOp::kAvg) done = b.avg({Buf::kRecv, off}, bytes, {done});
-      } else {
-        StepId up = b.send(parent, acc, bytes, {acc_ready});
-        if (down.size() >= static_cast<size_t>(topo::kTreeWindowSlices)) b.add_dep(up, down[down.size() - topo::kTreeWindowSlices]);
-        done = b.recv(parent, {Buf::kRecv, off}, bytes, {up});
-        down.push_back(done);
-      }
-      for (int kid : kids) b.send(kid, {Buf::kRecv, off}, bytes, {done});
-    }
+    scratch = build_tree_piece(b, a, {&tree, count, true, true, {own, first * es}, {Buf::kRecv, first * es}, true},
+                               opt.slice_bytes / topo::kTreeWindowSlices, scratch);
   }
   b.need_scratch(scratch);
+}
+
+uint64_t build_tree_piece(ScheduleBuilder& b, const CollectiveArgs& a, const TreePiece& p, uint64_t slice_bytes,
+                          uint64_t scratch) {
+  const int r = b.rank();
+  const uint64_t es = dtype_size(a.dtype);
+  if (p.count == 0) return scratch;
+  const topo::Tree& tree = *p.tree;
+  const SlicedRange piece(0, p.count, es, slices_for(p.count, es, std::max<uint64_t>(slice_bytes, es)));
+  const int parent = tree.parent[r];
+  const std::vector<int>& kids = tree.children[r];
+  const uint64_t kSlots = 4;
+  std::vector<SlotRing> slots;
+  if (p.up)
+    for (size_t k = 0; k < kids.size(); ++k) {
+      slots.emplace_back(scratch, piece.max_bytes(), kSlots);
+      scratch = slots.back().end();
+    }
+  // Partial sums of an interior rank that are not kept (reduce-scatter): their own slots, free
+  // again once sent up.
+  const bool acc_slots = p.up && !p.acc_in_result && parent >= 0 && !kids.empty();
+  SlotRing accs(scratch, piece.max_bytes(), kSlots);
+  if (acc_slots) scratch = accs.end();
+  auto at = [](Ref base, uint64_t off) { return Ref{base.buf, base.offset + off}; };
+  std::vector<StepId> down;  // the receive of each slice from the parent, for the window
+  for (uint64_t j = 0; j < piece.slices; ++j) {
+    const uint64_t off = piece.off(j), bytes = piece.bytes(j);
+    if (!bytes) continue;
+    const Ref res = at(p.result, off), own = at(p.own, off);
+    StepId done = kNoStep;
+    Ref from = res;  // what goes down to the children
+    if (p.up) {
+      Ref acc = own;
+      StepId acc_ready = kNoStep;
+      SlotRing::Slot mine{};
+      Ref target = res;
+      StepId target_free = kNoStep;
+      if (acc_slots) {
+        mine = accs.take();
+        target = mine.ref, target_free = mine.last_user;
+      }
+      for (size_t k = 0; k < kids.size(); ++k) {
+        auto slot = slots[k].take();
+        const StepId rv = b.recv(kids[k], slot.ref, bytes, {slot.last_user});
+        acc_ready = k == 0 ? b.reduce3(target, own, slot.ref, bytes, {rv, target_free})
+                           : b.reduce(target, slot.ref, bytes, {rv, acc_ready});
+        acc = target;
+        slots[k].release(slot, acc_ready);
+      }
+      if (parent < 0) {
+        if (kids.empty() && !(own.buf == res.buf && own.offset == res.offset)) acc_ready = b.copy(res, own, bytes);
+        done = acc_ready;
+        if (a.op == RedOp::kAvg) done = b.avg(res, bytes, {done});
+      } else {
+        const StepId sent = b.send(parent, acc, bytes, {acc_ready});
+        if (acc_slots) accs.release(mine, sent);
+        if (p.down) {
+          if (down.size() >= static_cast<size_t>(topo::kTreeWindowSlices))
+            b.add_dep(sent, down[down.size() - topo::kTreeWindowSlices]);
+          done = b.recv(parent, res, bytes, {sent});
+          down.push_back(done);
+        }
+      }
+    } else if (parent < 0) {
+      from = own;
+    } else {
+      done = b.recv(parent, res, bytes);
+    }
+    if (p.down)
+      for (int kid : kids) b.send(kid, from, bytes, {done});
+  }
+  return scratch;
 }
 
 }  // namespace weft
@@ -110,7 +141,7 @@ bool predict_tree(const PlanInput& in, Prediction& out) {
       if (allreduce || in.coll == CollectiveKind::kBroadcast) flows.push_back({t.parent[r], r, half});
     }
   }
-  StageCost c = stage_cost(view, m, flows);
+  StageCost c = stage_cost(view, m, flows, in.net);
   if (c.b.gbs <= 0) c.b.add(m.edge(Path{PathClass::kSelf, Fabric::kNone, 0, 0}));
   // A pipeline of k slices per half (slices of slice_bytes / kTreeWindowSlices): k - 1 slices
   // at the busiest NIC's pace, plus one slice's trip along the slowest root-to-leaf path (up,

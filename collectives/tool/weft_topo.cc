@@ -2,36 +2,18 @@
 // rings, rails, trees and predicted times Weft would use for a cluster of such nodes.
 #include <CLI/CLI.hpp>
 
-#include <cctype>
-#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 
 #include "collectives/planner.h"
+#include "collectives/tool/tool_util.h"
 #include "runtime/base/error.h"
 #include "topology/topology.h"
 
 namespace {
 
-// "4096", "64K", "16M", "1G", "2GiB", "1.5M" (binary multiples).
-size_t parse_size(const std::string& text) {
-  std::string_view s = text;
-  double value = 0;
-  auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || value < 0) weft::fail(weft::ErrorCode::kInvalidArgument, "bad size '{}'", text);
-  std::string suffix(ptr, s.data() + s.size());
-  for (auto& c : suffix) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  double mult = 1;
-  if (suffix == "" || suffix == "B") mult = 1;
-  else if (suffix == "K" || suffix == "KB" || suffix == "KIB") mult = 1024.0;
-  else if (suffix == "M" || suffix == "MB" || suffix == "MIB") mult = 1024.0 * 1024;
-  else if (suffix == "G" || suffix == "GB" || suffix == "GIB") mult = 1024.0 * 1024 * 1024;
-  else weft::fail(weft::ErrorCode::kInvalidArgument, "bad size suffix in '{}' (use K, M or G)", text);
-  const double bytes = value * mult;
-  if (bytes > 1e15) weft::fail(weft::ErrorCode::kInvalidArgument, "size '{}' is too large", text);
-  return static_cast<size_t>(bytes);
-}
+using weft::tool::parse_size;
 
 weft::topo::NodeTopology load(const std::string& input) {
   return input.empty() ? weft::topo::load_topology() : weft::topo::load_topology_file(input);
@@ -97,6 +79,7 @@ int main(int argc, char** argv) {
         for (const auto& r : c.plan.rails) rails.push_back({{"index", r.index}, {"ranks", r.ranks}, {"nics", r.nics}});
         j.push_back({{"algorithm", c.plan.name},
                      {"predicted_us", c.predicted_us},
+                     {"ideal_us", c.plan.ideal_us},
                      {"bottleneck_gbs", c.plan.bottleneck_gbs},
                      {"rings", c.plan.rings},
                      {"rails", rails},
@@ -105,14 +88,21 @@ int main(int argc, char** argv) {
       }
       std::cout << nlohmann::json{{"nodes", nodes}, {"ranks_per_node", rpn}, {"bytes", bytes},
                                   {"collective", collective}, {"candidates", j},
+                                  {"ideal_us", plans.empty() ? 0.0 : plans.front().plan.ideal_us},
                                   {"weft_algorithm", weft::choose_algorithm(s, nodes, rpn, *coll, bytes, model, slice_bytes)}}.dump(2) << "\n";
       return 0;
     }
     std::cout << fmt::format("{} nodes x {} ranks ({} GPUs per node{}), {} of {} bytes\n\n", nodes, rpn, s.num_gpus(),
                              s.num_gpus() == 0 ? ", CPU-only: no GPU found" : "", collective, bytes);
-    std::cout << "Predicted times (fastest first):\n";
+    const double ideal = plans.empty() ? 0 : plans.front().plan.ideal_us;
+    std::cout << (*coll == weft::CollectiveKind::kAllReduce
+                      ? "Predicted times (fastest first; ideal: a reduce-scatter and an all-gather each at the worst cut's bound,\n"
+                        "ForestColl's; schedules that overlap the two on full-duplex links can come in under it):\n"
+                      : "Predicted times (fastest first; ideal: the worst cut's bound on the transfer, which no schedule beats):\n");
     for (const auto& c : plans)
-      std::cout << fmt::format("  {:<20} {:>12.2f} us\n", c.plan.name, c.predicted_us);
+      std::cout << fmt::format("  {:<20} {:>12.2f} us   {}\n", c.plan.name, c.predicted_us,
+                               ideal > 0 ? fmt::format("{:.2f}x the ideal {:.2f} us", c.predicted_us / ideal, ideal)
+                                         : std::string());
     std::cout << "\nChosen: " << plans.front().plan.explain();
     std::cout << "Weft algorithm (WEFT_ALGO unset): "
               << weft::choose_algorithm(s, nodes, rpn, *coll, bytes, model, slice_bytes) << "\n";

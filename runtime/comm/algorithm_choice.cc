@@ -1,6 +1,7 @@
 #include "runtime/comm/algorithm_choice.h"
 
 #include <algorithm>
+#include <string_view>
 
 #include "collectives/algorithms/builtin.h"
 #include "collectives/planner.h"
@@ -54,6 +55,7 @@ const Schedule& AlgorithmChoice::schedule_for(const CollectiveArgs& a, const std
     }
     if (!algo) algo = default_algorithm(a.kind, a.count * dtype_size(a.dtype), m_.size);
     if (!algo) fail(ErrorCode::kInvalidUsage, "{} is not implemented yet", collective_name(a.kind));
+    if (std::string_view(algo->id) == "forest") opt.forest = forest();
     s = build_schedule(*algo, a, m_.rank, m_.size, opt);
   }
   return schedules_.emplace(key, std::move(s)).first->second;
@@ -122,6 +124,20 @@ topo::CostModel AlgorithmChoice::model() const {
   return model;
 }
 
+std::vector<std::vector<int>> AlgorithmChoice::uniform_nodes() const {
+  const int nodes = std::max(1, m_.num_nodes);
+  if (m_.size % nodes != 0 || static_cast<int>(m_.node_of_rank.size()) != m_.size) return {};
+  std::vector<std::vector<int>> ranks_of(nodes);
+  for (int r = 0; r < m_.size; ++r) {
+    const int n = m_.node_of_rank[r];
+    if (n < 0 || n >= nodes) return {};
+    ranks_of[n].push_back(r);
+  }
+  for (const auto& v : ranks_of)
+    if (static_cast<int>(v.size()) != m_.size / nodes) return {};
+  return ranks_of;
+}
+
 // Across nodes, the ring that the planner explains (planned_ring over a uniform cluster of this
 // node type, whose rank n*ranks_per_node + l is the l-th rank of the n-th node) mapped onto the
 // ranks as they are numbered here: the l-th lowest rank of node n. Empty (the schedules' own
@@ -132,16 +148,9 @@ const std::vector<int>& AlgorithmChoice::ring() {
   if (ring_done_) return ring_;
   ring_done_ = true;
   const int nodes = m_.num_nodes;
-  if (nodes <= 1 || m_.size % nodes != 0 || static_cast<int>(m_.node_of_rank.size()) != m_.size) return ring_;
+  const auto ranks_of = uniform_nodes();
+  if (nodes <= 1 || ranks_of.empty()) return ring_;
   const int rpn = m_.size / nodes;
-  std::vector<std::vector<int>> ranks_of(nodes);
-  for (int r = 0; r < m_.size; ++r) {
-    const int n = m_.node_of_rank[r];
-    if (n < 0 || n >= nodes) return ring_;
-    ranks_of[n].push_back(r);
-  }
-  for (const auto& v : ranks_of)
-    if (static_cast<int>(v.size()) != rpn) return ring_;
   try {
     std::vector<int> ring;
     for (int u : planned_ring(summary(), nodes, rpn)) ring.push_back(ranks_of.at(u / rpn).at(u % rpn));
@@ -151,6 +160,33 @@ const std::vector<int>& AlgorithmChoice::ring() {
     WEFT_LOG_DEBUG("planned ring unavailable ({}); rings visit the nodes in order", e.what());
   }
   return ring_;
+}
+
+// The packed spanning trees the planner explains (planned_forest over a uniform cluster of this
+// node type and the cost model's fabric), mapped onto the ranks as ring() maps the ring. Empty
+// (the schedule's chains) when the nodes hold different numbers of ranks, above
+// topo::kForestExactRanks ranks, or when the topology cannot be read.
+const std::vector<topo::WeightedTree>& AlgorithmChoice::forest() {
+  if (forest_done_) return forest_;
+  forest_done_ = true;
+  const int nodes = std::max(1, m_.num_nodes);
+  const auto ranks_of = uniform_nodes();
+  if (ranks_of.empty()) return forest_;
+  const int rpn = m_.size / nodes;
+  try {
+    std::vector<topo::WeightedTree> out;
+    for (const topo::WeightedTree& t : planned_forest(summary(), nodes, rpn, model())) {
+      std::vector<int> parent(m_.size, -1);
+      for (int u = 0; u < m_.size; ++u)
+        if (t.tree.parent[u] >= 0) parent[ranks_of[u / rpn][u % rpn]] = ranks_of[t.tree.parent[u] / rpn][t.tree.parent[u] % rpn];
+      out.push_back({topo::tree_from_parents(parent), t.share});
+    }
+    forest_ = std::move(out);
+    WEFT_LOG_DEBUG("planned forest over {} nodes: {} trees", nodes, forest_.size());
+  } catch (const std::exception& e) {
+    WEFT_LOG_DEBUG("planned forest unavailable ({}); forest runs the nodes' chains", e.what());
+  }
+  return forest_;
 }
 
 }  // namespace weft

@@ -35,7 +35,11 @@ class AlgorithmChoice {
 
  private:
   const Algorithm* planned(CollectiveKind kind, uint64_t bytes);
+  // The ranks of every node (by node index, ascending) when every node holds the same number of
+  // ranks; empty otherwise.
+  std::vector<std::vector<int>> uniform_nodes() const;
   const std::vector<int>& ring();             // AlgoOptions::ring: the planned ring across nodes
+  const std::vector<topo::WeightedTree>& forest();  // AlgoOptions::forest: the planned packed trees
   const topo::NodeSummary& summary();          // this node's topology (loaded once)
   topo::CostModel model() const;               // WEFT_COST_* with this job's ranks and cores
 
@@ -46,6 +50,8 @@ class AlgorithmChoice {
   std::unique_ptr<topo::NodeSummary> node_summary_;          // this node's topology, for the cost model
   std::vector<int> ring_;
   bool ring_done_ = false;
+  std::vector<topo::WeightedTree> forest_;
+  bool forest_done_ = false;
 };
 
 }  // namespace weft

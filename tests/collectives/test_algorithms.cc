@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <set>
 
 #include "collectives/algorithms/builtin.h"
@@ -448,3 +450,123 @@ TEST(AlgorithmTable, EveryCollectiveHasAnAlgorithmAndIdsAreUniquePerKind) {
 }
 
 }  // namespace
+
+// ---- Packed spanning trees (`forest`) over forests of any shape ----------------------------------
+
+namespace {
+
+// For every root 1-3 random spanning trees (each rank hangs under a random rank placed before it
+// in a random order from the root), random shares, some zero.
+std::vector<topo::WeightedTree> random_forest(int n, std::mt19937_64& g) {
+  std::vector<topo::WeightedTree> out;
+  for (int root = 0; root < n; ++root) {
+    const int k = 1 + static_cast<int>(g() % 3);
+    for (int t = 0; t < k; ++t) {
+      std::vector<int> order;
+      for (int r = 0; r < n; ++r)
+        if (r != root) order.push_back(r);
+      std::shuffle(order.begin(), order.end(), g);
+      order.insert(order.begin(), root);
+      std::vector<int> parent(n, -1);
+      for (int i = 1; i < n; ++i) parent[order[i]] = order[g() % i];
+      const double share = t == 1 && k == 3 ? 0.0 : 1.0 + static_cast<double>(g() % 5);
+      out.push_back({topo::tree_from_parents(parent), share});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(ForestSim, RandomForestsEveryKindSizeAndPlacement) {
+  const std::vector<TypeOp> tops = {{DataType::kInt32, RedOp::kSum}, {DataType::kFloat32, RedOp::kAvg},
+                                    {DataType::kInt8, RedOp::kMax}, {DataType::kFloat16, RedOp::kProd}};
+  std::mt19937_64 g(2402);
+  int cases = 0;
+  for (CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather}) {
+    const Algorithm* forest = find_algorithm("forest", kind);
+    ASSERT_NE(forest, nullptr) << collective_name(kind);
+    for (int n : {1, 2, 3, 4, 5, 7, 9, 12}) {
+      for (uint64_t count : {0ull, 1ull, 2ull, 3ull, 7ull, 13ull, 64ull, 1009ull}) {
+        for (bool in_place : {false, true}) {
+          for (uint64_t slice : {4ull, 16ull, 512ull * 1024}) {
+            if (slice <= 16 && count > 64) continue;
+            for (size_t t = 0; t < tops.size(); ++t) {
+              if ((kind == CollectiveKind::kAllGather && t > 0) || (n > 7 && t > 1)) continue;
+              AlgoOptions opt;
+              opt.slice_bytes = slice;
+              opt.forest = random_forest(n, g);
+              CollCase c{kind, tops[t].dt, tops[t].op, count, n, 0, in_place};
+              const uint64_t seed = cases * 6151ull + 5;
+              ASSERT_EQ(run_case(*forest, c, opt, seed), "") << c.label() << " slice=" << slice << " seed=" << seed;
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+  }
+  // Many interleavings of heavily sliced forests.
+  for (uint64_t seed = 1; seed <= 40; ++seed)
+    for (CollectiveKind kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather}) {
+      AlgoOptions opt;
+      opt.slice_bytes = 4;
+      opt.forest = random_forest(5, g);
+      CollCase c{kind, DataType::kFloat32, RedOp::kSum, 37, 5, 0, seed % 2 == 0};
+      ASSERT_EQ(run_case(*find_algorithm("forest", kind), c, opt, seed), "") << collective_name(kind) << " seed=" << seed;
+    }
+  EXPECT_GT(cases, 500);
+}
+
+// A rank talks only to its neighbours in some tree, and every tree edge that carries data is used.
+TEST(ForestSim, MessagesFollowTheTrees) {
+  std::mt19937_64 g(7);
+  const int n = 6;
+  AlgoOptions opt;
+  opt.forest = random_forest(n, g);
+  std::set<std::pair<int, int>> edges;  // (parent, child) of trees with a share
+  for (const auto& t : opt.forest)
+    for (int v = 0; v < n; ++v)
+      if (t.tree.parent[v] >= 0 && t.share > 0) edges.insert({t.tree.parent[v], v});
+  const CollectiveArgs a{CollectiveKind::kAllReduce, 6000, DataType::kFloat32, RedOp::kSum, 0, false};
+  std::set<std::pair<int, int>> used;
+  for (int r = 0; r < n; ++r)
+    for (const Step& st : build_schedule(*find_algorithm("forest", a.kind), a, r, n, opt).steps)
+      if (st.kind == StepKind::kSend) {
+        EXPECT_TRUE(edges.count({r, st.peer}) || edges.count({st.peer, r})) << r << " -> " << st.peer;
+        used.insert(edges.count({r, st.peer}) ? std::pair{r, st.peer} : std::pair{st.peer, r});
+      }
+  EXPECT_EQ(used, edges);
+}
+
+TEST(ForestSim, BadForestsAreRefusedByName) {
+  const Algorithm* forest = find_algorithm("forest", CollectiveKind::kAllReduce);
+  const CollectiveArgs a{CollectiveKind::kAllReduce, 64, DataType::kInt32, RedOp::kSum, 0, false};
+  auto tree = [](std::vector<int> parent, double share) {
+    topo::WeightedTree t;
+    t.tree.parent = parent;
+    t.tree.children.assign(parent.size(), {});
+    for (size_t v = 0; v < parent.size(); ++v)
+      if (parent[v] < 0) t.tree.root = static_cast<int>(v);
+      else if (parent[v] < static_cast<int>(parent.size())) t.tree.children[parent[v]].push_back(static_cast<int>(v));
+    t.share = share;
+    return t;
+  };
+  const std::vector<topo::WeightedTree> good = {tree({-1, 0, 1}, 1), tree({1, -1, 1}, 1), tree({2, 2, -1}, 1)};
+  for (const auto& [bad, what] : std::vector<std::pair<std::vector<topo::WeightedTree>, std::string>>{
+           {{tree({-1, 0}, 1), good[1], good[2]}, "tree 0 has 2 vertices for 3 ranks"},
+           {{tree({-1, 2, 1}, 1), good[1], good[2]}, "does not reach the root"},
+           {{tree({-1, 0, 5}, 1), good[1], good[2]}, "vertex 2 has parent 5"},
+           {{good[0], tree({1, -1, 1}, -1), good[2]}, "tree 1 has share -1"},
+           {{good[0], good[1]}, "no tree carries rank 2's shard"}}) {
+    AlgoOptions opt;
+    opt.forest = bad;
+    try {
+      build_schedule(*forest, a, 0, 3, opt);
+      ADD_FAILURE() << "accepted a forest; wanted '" << what << "'";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  }
+}

@@ -139,12 +139,18 @@ TEST(TopoPlans, RankedAndExplained) {
   auto view = make_uniform_cluster(nvswitch_node(), 4, 8);
   const CostModel model = CostModel::defaults();
   auto large = rank_plans(view, CollectiveKind::kAllReduce, size_t{1} << 30, model);
-  ASSERT_EQ(large.size(), 4u);
+  ASSERT_EQ(large.size(), 5u);  // ring, tree, rhd, hier, forest
   for (size_t i = 1; i < large.size(); ++i) EXPECT_LE(large[i - 1].predicted_us, large[i].predicted_us);
-  EXPECT_EQ(large.front().plan.algorithm, "hier");
+  // The rails or the packed trees (which use every NIC too); never the flat ring through one NIC.
+  EXPECT_TRUE(large.front().plan.algorithm == "hier" || large.front().plan.algorithm == "forest")
+      << large.front().plan.algorithm;
+  for (const auto& c : large)  // only the packed trees overlap their reduce-scatter and all-gather on the links
+    if (c.plan.algorithm != "forest") {
+      EXPECT_GE(c.predicted_us, c.plan.ideal_us * (1 - 1e-9)) << c.plan.algorithm;
+    }
   auto small = rank_plans(view, CollectiveKind::kAllReduce, 8, model);
   EXPECT_NE(small.front().plan.algorithm, "ring");  // latency-bound: log-depth wins
-  const Plan& p = large.front().plan;
+  const Plan& p = std::find_if(large.begin(), large.end(), [](const auto& c) { return c.plan.algorithm == "hier"; })->plan;
   ASSERT_EQ(p.rails.size(), 8u);
   for (int l = 0; l < 8; ++l)
     for (const auto& nic : p.rails[l].nics) EXPECT_EQ(nic, "mlx5_" + std::to_string(l));
@@ -176,8 +182,9 @@ TEST(TopoPlans, AutomaticChoiceAndPipelinedHierarchy) {
   EXPECT_EQ(choose_algorithm(node, 2, 2, CollectiveKind::kAllReduce, 64 << 20, m), "hier");
   EXPECT_EQ(choose_algorithm(node, 3, 2, CollectiveKind::kAllReduce, 64 << 20, m), "hier");
   EXPECT_NE(choose_algorithm(node, 4, 1, CollectiveKind::kAllReduce, 64 << 20, m), "hier");
-  // Reduce-scatter and all-gather: ring or hier only (the trees are Weft's for all-reduce only);
-  // hier where nodes have several ranks and the data is large.
+  // Reduce-scatter and all-gather: ring, hier or the packed trees (the double binary tree and
+  // halving-doubling are Weft's for all-reduce only); hier where nodes have several ranks and the
+  // data is large.
   for (CollectiveKind c : {CollectiveKind::kReduceScatter, CollectiveKind::kAllGather}) {
     EXPECT_EQ(choose_algorithm(node, 2, 2, c, 64 << 20, m), "hier") << collective_name(c);
     EXPECT_EQ(choose_algorithm(node, 3, 2, c, 64 << 20, m), "hier") << collective_name(c);
@@ -185,7 +192,8 @@ TEST(TopoPlans, AutomaticChoiceAndPipelinedHierarchy) {
     for (size_t bytes : {size_t{0}, size_t{8}, size_t{4096}, size_t{1} << 20})
       for (int nodes : {2, 3, 4})
         EXPECT_TRUE(choose_algorithm(node, nodes, 2, c, bytes, m) == "ring" ||
-                    choose_algorithm(node, nodes, 2, c, bytes, m) == "hier");
+                    choose_algorithm(node, nodes, 2, c, bytes, m) == "hier" ||
+                    choose_algorithm(node, nodes, 2, c, bytes, m) == "forest");
   }
   // Rooted collectives: the runtime's measured crossover between binomial tree and chain.
   EXPECT_EQ(choose_algorithm(node, 2, 2, CollectiveKind::kBroadcast, 64 << 20, m), "chain");

@@ -1,0 +1,295 @@
+// Event-driven simulation of schedules over a NetGraph (event_sim.h).
+#include "collectives/event_sim.h"
+
+#include <algorithm>
+#include <deque>
+#include <queue>
+#include <unordered_map>
+
+#include "runtime/base/error.h"
+
+namespace weft {
+namespace {
+
+// Every rank's steps, compacted (a Schedule keeps buffer references the simulation does not need).
+struct Steps {
+  std::vector<uint64_t> base;        // per rank: its first step's global index; size p + 1
+  std::vector<uint8_t> kind;         // StepKind
+  std::vector<int32_t> owner, peer;
+  std::vector<uint64_t> bytes;
+  std::vector<uint32_t> msg;
+  std::vector<uint32_t> waiting;     // dependencies not yet done
+  std::vector<uint32_t> dep_begin;   // into dependents (global step indices); size steps + 1
+  std::vector<uint32_t> dependents;
+
+  void reserve(uint64_t steps, uint64_t deps) {
+    kind.reserve(steps), owner.reserve(steps), peer.reserve(steps), bytes.reserve(steps), msg.reserve(steps);
+    waiting.reserve(steps), dep_begin.reserve(steps + 1), dependents.reserve(deps);
+  }
+
+  void add(const Schedule& s, int rank) {
+    const uint64_t b = kind.size();
+    for (size_t i = 0; i < s.steps.size(); ++i) {
+      const Step& st = s.steps[i];
+      kind.push_back(static_cast<uint8_t>(st.kind));
+      owner.push_back(rank);
+      peer.push_back(st.peer);
+      bytes.push_back(st.bytes);
+      msg.push_back(st.msg);
+      waiting.push_back(s.initial_deps[i]);
+      dep_begin.push_back(static_cast<uint32_t>(dependents.size()));
+      for (uint32_t k = s.dependents_begin[i]; k < s.dependents_begin[i + 1]; ++k)
+        dependents.push_back(static_cast<uint32_t>(b + s.dependents[k]));
+    }
+    base.push_back(kind.size());
+  }
+};
+
+constexpr uint64_t kNone = ~0ull;
+
+struct Flow {
+  uint64_t send = 0, recv = kNone;  // recv: kNone until the receive is posted
+  bool arrived = false;
+  double remaining = 0, rate = 0, last = 0;  // bytes, bytes per us, us
+  uint32_t version = 0;
+  bool active = false;
+  std::vector<int> route;
+};
+
+struct Event {
+  double t;
+  int type;  // kStepDone, kFlowStart, kFlowDone
+  uint64_t id;
+  uint32_t version;
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : id > o.id; }
+};
+constexpr int kStepDone = 0, kFlowStart = 1, kFlowDone = 2;
+
+class Simulation {
+ public:
+  Simulation(Steps& s, const topo::NetGraph& g, const EventSimOptions& o)
+      : s_(s), g_(g), o_(o), on_edge_(g.edges().size()), edge_bytes_(g.edges().size(), 0.0),
+        stamp_(0), busy_(g.ranks(), 0.0) {}
+
+  EventSimResult run() {
+    const uint64_t total = s_.kind.size();
+    for (uint64_t i = 0; i < total; ++i)
+      if (s_.waiting[i] == 0) ready_.push_back(i);
+    drain();
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      now_ = e.t;
+      if (e.type == kStepDone) complete(e.id);
+      else if (e.type == kFlowStart) ready_flow(e.id);
+      else if (flows_[e.id].version == e.version && flows_[e.id].active) finish_flow(e.id);
+      drain();
+    }
+    if (done_ != total)
+      fail(ErrorCode::kInternalError, "simulation: {} of {} steps never ran (a schedule waits for a message nobody sends)",
+           total - done_, total);
+    EventSimResult r;
+    r.ran = true;
+    r.time_us = end_;
+    r.steps = total;
+    r.messages = messages_;
+    for (size_t e = 0; e < edge_bytes_.size(); ++e)
+      if (edge_bytes_[e] > r.busiest_bytes) r.busiest_bytes = edge_bytes_[e], r.busiest_edge = static_cast<int>(e);
+    return r;
+  }
+
+ private:
+  void drain() {
+    while (!ready_.empty()) {
+      const uint64_t i = ready_.back();
+      ready_.pop_back();
+      begin(i);
+    }
+  }
+
+  // Sends are eager, as over Weft's transports (shared-memory staging, UCX eager over TCP): the
+  // bytes leave when the send is posted; the receive completes once they have arrived and it is
+  // posted, whichever is later.
+  void begin(uint64_t i) {
+    const auto k = static_cast<StepKind>(s_.kind[i]);
+    if (k == StepKind::kSend || k == StepKind::kRecv) {
+      const bool send = k == StepKind::kSend;
+      const uint64_t src = send ? s_.owner[i] : s_.peer[i], dst = send ? s_.peer[i] : s_.owner[i];
+      const uint64_t key = ((src * static_cast<uint64_t>(g_.ranks()) + dst) << 32) | s_.msg[i];
+      if (send) {
+        const uint64_t f = new_flow(i);
+        if (auto it = recvs_.find(key); it != recvs_.end()) {
+          attach(f, it->second);
+          recvs_.erase(it);
+        } else {
+          sent_.emplace(key, f);
+        }
+        events_.push({now_ + g_.alpha_us(s_.owner[i], s_.peer[i]), kFlowStart, f, 0});
+        return;
+      }
+      auto it = sent_.find(key);
+      if (it == sent_.end()) {
+        recvs_.emplace(key, i);
+        return;
+      }
+      const uint64_t f = it->second;
+      sent_.erase(it);
+      attach(f, i);
+      if (flows_[f].arrived) complete(i), free_.push_back(f);
+      return;
+    }
+    const double us = o_.compute_gbs > 0 ? static_cast<double>(s_.bytes[i]) / (o_.compute_gbs * 1e3) : 0;
+    if (us <= 0) return complete(i);
+    double& busy = busy_[s_.owner[i]];
+    busy = std::max(busy, now_) + us;
+    events_.push({busy, kStepDone, i, 0});
+  }
+
+  uint64_t new_flow(uint64_t send) {
+    uint64_t f;
+    if (!free_.empty()) f = free_.back(), free_.pop_back();
+    else f = flows_.size(), flows_.emplace_back(), mark_.push_back(0);
+    Flow& fl = flows_[f];
+    fl.send = send, fl.recv = kNone, fl.remaining = static_cast<double>(s_.bytes[send]), fl.active = fl.arrived = false;
+    ++messages_;
+    return f;
+  }
+
+  void attach(uint64_t f, uint64_t recv) {
+    const uint64_t send = flows_[f].send;
+    if (s_.bytes[send] != s_.bytes[recv])
+      fail(ErrorCode::kInternalError, "simulation: rank {} sends {} bytes, rank {} expects {}", s_.owner[send],
+           s_.bytes[send], s_.owner[recv], s_.bytes[recv]);
+    flows_[f].recv = recv;
+  }
+
+  // A message whose latency has passed joins its connection's queue; it moves when it reaches the
+  // front (messages from one rank to another go one after the other, as over one connection).
+  void ready_flow(uint64_t f) {
+    Flow& fl = flows_[f];
+    if (fl.remaining <= 0) return end_flow(f);
+    auto& q = connections_[connection(f)];
+    q.push_back(f);
+    if (q.size() == 1) start_flow(f);
+  }
+
+  uint64_t connection(uint64_t f) const {
+    const uint64_t send = flows_[f].send;
+    return static_cast<uint64_t>(s_.owner[send]) * static_cast<uint64_t>(g_.ranks()) + static_cast<uint64_t>(s_.peer[send]);
+  }
+
+  void start_flow(uint64_t f) {
+    Flow& fl = flows_[f];
+    fl.route.clear();
+    g_.route(s_.owner[fl.send], s_.peer[fl.send], fl.route);
+    fl.active = true;
+    fl.last = now_;
+    fl.rate = 0;
+    for (int e : fl.route) {
+      on_edge_[e].push_back(f);
+      edge_bytes_[e] += fl.remaining;
+    }
+    reshare(fl.route, ~0ull);
+  }
+
+  void finish_flow(uint64_t f) {
+    Flow& fl = flows_[f];
+    fl.active = false;
+    for (int e : fl.route) {
+      auto& v = on_edge_[e];
+      v.erase(std::find(v.begin(), v.end(), f));
+    }
+    reshare(fl.route, f);
+    auto it = connections_.find(connection(f));
+    it->second.pop_front();
+    if (!it->second.empty()) start_flow(it->second.front());
+    else connections_.erase(it);
+    end_flow(f);
+  }
+
+  void end_flow(uint64_t f) {
+    Flow& fl = flows_[f];
+    fl.route.clear();
+    fl.arrived = true;
+    const uint64_t send = fl.send, recv = fl.recv;
+    complete(send);
+    if (recv != kNone) complete(recv), free_.push_back(f);  // else the receive, when posted, frees it
+  }
+
+  // The flows on these links get their new equal shares (and new end times).
+  void reshare(const std::vector<int>& route, uint64_t skip) {
+    ++stamp_;
+    for (int e : route)
+      for (uint64_t f : on_edge_[e]) {
+        if (f == skip) continue;
+        if (mark_[f] == stamp_) continue;
+        mark_[f] = stamp_;
+        Flow& fl = flows_[f];
+        fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now_ - fl.last));
+        fl.last = now_;
+        double rate = 0;
+        for (int x : fl.route) {
+          const double share = g_.edges()[x].gbs * 1e3 / static_cast<double>(on_edge_[x].size());
+          rate = rate == 0 ? share : std::min(rate, share);
+        }
+        fl.rate = rate;
+        ++fl.version;
+        events_.push({now_ + (rate > 0 ? fl.remaining / rate : 0), kFlowDone, f, fl.version});
+      }
+  }
+
+  void complete(uint64_t i) {
+    ++done_;
+    end_ = std::max(end_, now_);
+    for (uint32_t k = s_.dep_begin[i]; k < s_.dep_begin[i + 1]; ++k)
+      if (--s_.waiting[s_.dependents[k]] == 0) ready_.push_back(s_.dependents[k]);
+  }
+
+  Steps& s_;
+  const topo::NetGraph& g_;
+  const EventSimOptions& o_;
+  std::vector<std::vector<uint64_t>> on_edge_;
+  std::vector<double> edge_bytes_;
+  uint32_t stamp_;
+  std::vector<uint32_t> mark_;  // per flow: the reshare round that last updated it
+  std::vector<double> busy_;
+  std::vector<Flow> flows_;
+  std::vector<uint64_t> free_, ready_;
+  std::unordered_map<uint64_t, uint64_t> sent_;   // (from, to, message) -> its flow, until the receive is posted
+  std::unordered_map<uint64_t, uint64_t> recvs_;  // (from, to, message) -> the receive posted before the send
+  std::unordered_map<uint64_t, std::deque<uint64_t>> connections_;  // (from, to) -> its messages, the first moving
+  std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
+  double now_ = 0, end_ = 0;
+  uint64_t done_ = 0, messages_ = 0;
+};
+
+}  // namespace
+
+EventSimResult simulate_schedules(const Algorithm& algo, const CollectiveArgs& args, const AlgoOptions& opt,
+                                  const topo::NetGraph& g, const EventSimOptions& so) {
+  const int p = g.ranks();
+  EventSimResult r;
+  Steps steps;
+  steps.base.push_back(0);
+  for (int rank = 0; rank < p; ++rank) {
+    const Schedule s = build_schedule(algo, args, rank, p, opt);
+    if (rank == 0 && static_cast<double>(s.steps.size()) * p > static_cast<double>(so.max_steps)) {
+      r.why_not = fmt::format("about {:.3g} steps (rank 0 has {}), more than the {} it plays",
+                              static_cast<double>(s.steps.size()) * p, s.steps.size(), so.max_steps);
+      return r;
+    }
+    if (rank == 0)  // ranks' schedules are about the same size: one allocation instead of doublings
+      steps.reserve(std::min<uint64_t>(so.max_steps, s.steps.size() * (p + 1ull)),
+                    std::min<uint64_t>(so.max_steps * 4ull, s.dependents.size() * (p + 1ull)));
+    steps.add(s, rank);
+    if (steps.kind.size() > so.max_steps || steps.dependents.size() > 0xffffffffull) {
+      r.why_not = fmt::format("more than {} steps (the first {} ranks have {})", so.max_steps, rank + 1, steps.kind.size());
+      return r;
+    }
+  }
+  steps.dep_begin.push_back(static_cast<uint32_t>(steps.dependents.size()));
+  Simulation sim(steps, g, so);
+  return sim.run();
+}
+
+}  // namespace weft
