@@ -2,12 +2,24 @@
 
 #include <unistd.h>
 
-#include <regex>
+#include <algorithm>
+#include <cctype>
 
 #include "launcher/local_job.h"
 #include "runtime/store/tcp_store.h"
 
 namespace weft::launcher {
+
+namespace {
+// "<prefix>gone/<rank>": "gone/" at the start or after a '/', then only digits. (Not std::regex:
+// GCC 12 warns inside libstdc++'s regex at -O1, the sanitizer builds' level.)
+bool is_gone_key(const std::string& key) {
+  const size_t at = key.rfind("gone/");
+  if (at == std::string::npos || (at > 0 && key[at - 1] != '/') || at + 5 == key.size()) return false;
+  return std::all_of(key.begin() + static_cast<std::ptrdiff_t>(at + 5), key.end(),
+                     [](unsigned char c) { return std::isdigit(c) != 0; });
+}
+}  // namespace
 
 JobStore::JobStore(const std::string& host, bool report)
     : secret_(generate_job_secret()), server_(std::make_unique<TcpStoreServer>(secret_, host, 0)) {
@@ -15,9 +27,8 @@ JobStore::JobStore(const std::string& host, bool report)
   // (pid P on H) died" when the rank's connection closes; a process has one per communicator, so
   // one report per "(pid P on H)".
   server_->set_notice_hook([this, report](const std::string& key, const Bytes& value) {
-    static const std::regex gone("(^|/)gone/[0-9]+$");
     const std::string v = to_string(value);
-    if (!std::regex_search(key, gone) || v.rfind("died: ", 0) != 0) return;
+    if (!is_gone_key(key) || v.rfind("died: ", 0) != 0) return;
     std::string who = v.substr(6);
     if (who.size() > 5 && who.compare(who.size() - 5, 5, " died") == 0) who.resize(who.size() - 5);
     const size_t open = who.find("(pid ");
