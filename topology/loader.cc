@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 
 #include "runtime/base/error.h"
@@ -154,6 +155,11 @@ NodeTopology load_topology() {
     WEFT_LOG_INFO("topology: reading WEFT_TOPO_FILE={}", file);
     return load_topology_file(file);
   }
+  // One discovery at a time in a process: thread-ranks (and several communicators) may plan at
+  // once, and hwloc's libudev keeps global state that two concurrent loads raced on (ThreadSanitizer,
+  // Sweep with packed-trees schedules).
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
   return discover_live();
 }
 
