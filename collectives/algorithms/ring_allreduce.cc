@@ -131,10 +131,13 @@ bool predict_ring(const PlanInput& in, Prediction& out) {
   double alpha = 0, hop = 0;
   for (size_t i = 0; ring.size() > 1 && i < ring.size(); ++i) {
     const int a = ring[i], z = ring[(i + 1) % ring.size()];
-    const double al = graph ? in.net->alpha_us(a, z) : topo::rank_edge(in.view, in.model, a, z, false).alpha_us;
-    alpha += al;
-    hop += al + (graph ? topo::flows_time_us(*in.net, {{a, z, slice}})
-                       : topo::transfer_us(slice, topo::rank_edge(in.view, in.model, a, z, false).gbs));
+    if (graph) {
+      const double al = in.net->alpha_us(a, z);
+      alpha += al, hop += al + topo::flows_time_us(*in.net, {{a, z, slice}});
+    } else {
+      const topo::LinkCost e = topo::rank_edge(in.view, in.model, a, z, false);
+      alpha += e.alpha_us, hop += e.alpha_us + topo::transfer_us(slice, e.gbs);
+    }
   }
   const double hops = static_cast<double>(ring.size());
   alpha = ring.size() > 1 ? alpha / hops : b.alpha;
