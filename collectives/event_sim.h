@@ -3,13 +3,12 @@
 // them (a step starts once the steps it waits for are done; the k-th send from a to b meets the
 // k-th receive at b from a). Sends are eager, as over Weft's transports: the bytes leave when the
 // send is posted, and the receive completes once they have arrived and it is posted. A message
-// waits its route's latency
-// (NetGraph::alpha_us), then its bytes flow over the route's links, each link shared equally by the
-// messages crossing it at the moment (every start and end of a message re-shares the links it
-// uses), and the messages from one rank to another move one after the other, as over one
-// connection (Weft's transports keep a queue per peer); reductions and copies take bytes /
-// compute_gbs on their rank, one at a time. The time of
-// the collective is the moment the last step of any rank ends.
+// waits its route's latency (NetGraph::alpha_us), then its bytes flow over the route's links at
+// its max-min fair share (water-filling over the messages that share links with it, directly or
+// through others; every start and end of a message re-shares them), and the messages from one
+// rank to another move one after the other, as over one connection (Weft's transports keep a
+// queue per peer); reductions and copies take bytes / compute_gbs on their rank, one at a time.
+// The time of the collective is the moment the last step of any rank ends.
 //
 // This is the second level of weft-sim's model (the first is the planner's closed form,
 // collectives/planner.h): it sees what a formula cannot (pipeline fill, a slice waiting for its

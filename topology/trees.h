@@ -8,13 +8,18 @@
 namespace weft::topo {
 
 // The tree all-reduce's pipeline (tree_allreduce.cc; the planner models the same): each half is
-// cut into slices of slice_bytes / kTreeWindowSlices, and a rank sends slice j up its tree only
+// cut into slices of slice_bytes / kTreeSliceDivisor, and a rank sends slice j up its tree only
 // once slice j - kTreeWindowSlices has come back down to it, so that each tree keeps about
-// slice_bytes per rank in flight. Without that window a leaf posts its whole half at once; over a
+// 2 x slice_bytes per rank in flight. Without that window a leaf posts its whole half at once; over a
 // transport that sends eagerly in order per connection (UCX over TCP), the other tree's slices on
 // the same connection then queue behind it and the two trees stall each other (4 nodes x 1 rank,
-// 1 Gbit/s: 1.6x the ring's time instead of the 1.33x their bytes allow).
-inline constexpr int kTreeWindowSlices = 4;
+// 1 Gbit/s: 1.6x the ring's time instead of the 1.33x their bytes allow). A window of 4 slices was
+// too short: a slice's round trip crosses 2 x depth links, each shared by the other edges of
+// both trees, so 4 slices covered about one round of the busiest link, and the links idled
+// between rounds (4x1 over links shaped with a 96 KiB token bucket: 1.35-1.40 s at 64 MiB against
+// 1.18 s with 8; the event level plays the same stall: 1.47x the closed form with 4, 1.14x with 8).
+inline constexpr int kTreeSliceDivisor = 4;
+inline constexpr int kTreeWindowSlices = 8;
 
 // A rooted tree over vertices 0..n-1.
 struct Tree {

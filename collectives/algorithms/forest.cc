@@ -70,7 +70,7 @@ void build_forest_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const A
   for (const auto& pieces : pieces_by_root(forest, n, shard_first, a.count))
     for (const Piece& p : pieces)
       scratch = build_tree_piece(b, a, {p.tree, p.count, true, true, {own, p.first * es}, {Buf::kRecv, p.first * es}, true},
-                                 opt.slice_bytes / topo::kTreeWindowSlices, scratch);
+                                 opt.slice_bytes / topo::kTreeSliceDivisor, scratch);
   b.need_scratch(scratch);
 }
 
@@ -91,7 +91,7 @@ void build_forest_reducescatter(ScheduleBuilder& b, const CollectiveArgs& a, con
       // result (on B only) at that element of the receive buffer.
       const uint64_t in_block = p.first - static_cast<uint64_t>(B) * a.count;
       scratch = build_tree_piece(b, a, {p.tree, p.count, true, false, {Buf::kSend, p.first * es}, {Buf::kRecv, in_block * es}, false},
-                                 opt.slice_bytes / topo::kTreeWindowSlices, scratch);
+                                 opt.slice_bytes / topo::kTreeSliceDivisor, scratch);
     }
   b.need_scratch(scratch);
 }
@@ -110,7 +110,7 @@ void build_forest_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const A
       const uint64_t in_block = p.first - static_cast<uint64_t>(B) * a.count;
       const Ref own = B == r && !a.in_place ? Ref{Buf::kSend, in_block * es} : Ref{Buf::kRecv, p.first * es};
       build_tree_piece(b, a, {p.tree, p.count, false, true, own, {Buf::kRecv, p.first * es}, true},
-                       opt.slice_bytes / topo::kTreeWindowSlices, 0);
+                       opt.slice_bytes / topo::kTreeSliceDivisor, 0);
     }
 }
 
@@ -151,7 +151,7 @@ bool predict_forest(const PlanInput& in, Prediction& out) {
   std::vector<Flow> flows;
   int depth = 0, trees = 0;
   double path_us = 0, path_alpha = 0;
-  const double slice = std::min(shard, in.slice_bytes / kTreeWindowSlices);
+  const double slice = std::min(shard, in.slice_bytes / kTreeSliceDivisor);
   for (const WeightedTree& t : pk.trees) {
     if (t.share <= 0) continue;
     ++trees;
@@ -171,20 +171,21 @@ bool predict_forest(const PlanInput& in, Prediction& out) {
   }
   const double stage = flows_time_us(g, flows, &busiest);
   const int trips = allreduce ? 2 : 1;
-  // Latency: a slice's way along the deepest path, or the messages a rank starts one after the
-  // other (one up per tree it is not the root of, one per child down), whichever is longer.
+  // Latency: a slice's way along the deepest path. The messages a rank starts for its many trees
+  // (one up per tree it is not the root of, one per child down) go to different peers at once
+  // and their latencies overlap, as the event level plays them; until 6 Dec they were added one
+  // after the other (m x alpha), which at 64 GPUs (8 H100 per node) made the prediction 2x the
+  // event level at 256 MiB and 130x at 1 MiB. Where ranks share cores, the planner's CPU term
+  // still charges every message in sequence (out.steps).
   std::vector<int> ups(p, 0), downs(p, 0);
-  double alpha_sum = 0;
-  int hops = 0;
   for (const WeightedTree& t : pk.trees)
     for (int v = 0; t.share > 0 && v < p; ++v)
-      if (const int par = t.tree.parent[v]; par >= 0) ++ups[v], ++downs[par], alpha_sum += g.alpha_us(v, par), ++hops;
-  const double alpha = hops ? alpha_sum / hops : 0;
+      if (const int par = t.tree.parent[v]; par >= 0) ++ups[v], ++downs[par];
   const int m_up = *std::max_element(ups.begin(), ups.end()), m_down = *std::max_element(downs.begin(), downs.end());
   // A pipeline of k slices: k - 1 at the busiest link's pace plus one slice's trip (as the tree's).
   const double k = std::max(1.0, std::ceil(shard / std::max(1.0, slice)));
   out.xfer_us = std::max(stage, (k - 1) / k * stage + trips * path_us);
-  out.lat_us = (up ? std::max(path_alpha, m_up * alpha) : 0) + (down ? std::max(path_alpha, m_down * alpha) : 0);
+  out.lat_us = (up ? path_alpha : 0) + (down ? path_alpha : 0);
   out.steps = (up ? std::max(depth, m_up) : 0) + (down ? std::max(depth, m_down) : 0);
   out.b = {busiest >= 0 ? g.edges()[busiest].gbs : 0.0, path_alpha / std::max(1, depth)};
   const double ideal = (up && down ? 2 : 1) * pk.bound.us_per_byte * shard;

@@ -410,8 +410,8 @@ TEST(DoubleBinaryTree, FollowsTheNodes) {
 TEST(DoubleBinaryTree, KeepsAWindowOfSlicesInFlight) {
   const Algorithm* tree = find_algorithm("tree", CollectiveKind::kAllReduce);
   ASSERT_NE(tree, nullptr);
-  AlgoOptions opt;  // default slice_bytes: slices of slice_bytes / kTreeWindowSlices
-  const uint64_t slice = opt.slice_bytes / topo::kTreeWindowSlices;
+  AlgoOptions opt;  // default slice_bytes: slices of slice_bytes / kTreeSliceDivisor
+  const uint64_t slice = opt.slice_bytes / topo::kTreeSliceDivisor;
   const uint64_t count = 2 * 10 * slice / 4 + 3;  // floats: 10 slices and a bit per half
   for (int n : {4, 5, 8}) {
     for (int r = 0; r < n; ++r) {
