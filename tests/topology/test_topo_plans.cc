@@ -9,6 +9,7 @@
 
 #include "collectives/planner.h"
 #include "runtime/base/error.h"
+#include "topology/forest.h"
 #include "topo_test_util.h"
 
 namespace weft::topo {
@@ -367,6 +368,25 @@ TEST(TopoPlans, TreeAndHalvingDoublingCountTheirNicBytes) {
       const double trip = 4 * (1000 + 3.5 * 262144 / 1e5);
       EXPECT_NEAR(p.predicted_us, 128.0 / kTreeWindowSlices * trip + 4 * 1000, 0.01 * p.predicted_us);
     }
+}
+
+// The packed trees are run only where they are packed (up to kForestExactRanks ranks; above, their
+// row is the cut bound and the ranks would run the fallback chains) and where they are predicted
+// clearly faster than the rest (5%): on the partial mesh of the emulated cluster, yes.
+TEST(TopoPlans, PackedTreesChosenOnlyWherePackedAndClearlyFaster) {
+  CostModel m = CostModel::defaults();
+  const NodeSummary node = nvswitch_node();
+  const int nodes = kForestExactRanks / 8 + 1;
+  bool listed = false;
+  for (const auto& c : rank_plans(make_uniform_cluster(node, nodes, 8), CollectiveKind::kAllReduce, 256 << 20, m))
+    listed |= c.plan.algorithm == "forest";
+  EXPECT_TRUE(listed);
+  EXPECT_NE(choose_algorithm(node, nodes, 8, CollectiveKind::kAllReduce, 256 << 20, m), "forest");
+  const NodeSummary cpu = testing::load_summary(testing::fixture("cpu-only-2socket-2nic-hwloc2.xml"));
+  CostModel mesh = CostModel::defaults();
+  mesh.apply_json(nlohmann::json::parse(
+      R"({"net": {"alpha_us": 60, "gbs": 0.029}, "fabric": {"links": "0-1:250mbit,1-2:250mbit,2-3:250mbit,3-0:250mbit,0-2:62500kbit"}})"));
+  EXPECT_EQ(choose_algorithm(cpu, 4, 1, CollectiveKind::kAllReduce, 64 << 20, mesh), "forest");
 }
 
 TEST(TopoPlans, CpuOnlyCluster) {
