@@ -4,8 +4,8 @@
 // k-th receive at b from a). Sends are eager, as over Weft's transports: the bytes leave when the
 // send is posted, and the receive completes once they have arrived and it is posted. A message
 // waits its route's latency (NetGraph::alpha_us), then its bytes flow over the route's links at
-// its max-min fair share (water-filling over the messages that share links with it, directly or
-// through others; every start and end of a message re-shares them), and the messages from one
+// its max-min fair share (water-filling over the messages on the links it crosses and the links
+// those cross; every start and end of a message re-shares them), and the messages from one
 // rank to another move one after the other, as over one connection (Weft's transports keep a
 // queue per peer); reductions and copies take bytes / compute_gbs on their rank, one at a time.
 // The time of the collective is the moment the last step of any rank ends.

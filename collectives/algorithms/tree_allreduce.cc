@@ -156,7 +156,9 @@ bool predict_tree(const PlanInput& in, Prediction& out) {
   // GPUs), as they are not all in flight at every moment; n - 1/2 is within 6% of it from 8 to
   // 1024 GPUs (8 H100 per node, a 400 Gbit/s NIC each, 256 MiB).
   const double k = std::max(1.0, std::ceil(half / (in.slice_bytes / kTreeSliceDivisor))), slice = half / k;
-  auto exit_of = [&](int from, int to) {  // -1: inside the node; else the NIC's index in a table
+  // Which way a rank's edge leaves it: "" inside its node, else its NIC's id ("#" so that a rank
+  // without a NIC id still differs from the node-internal way).
+  auto exit_of = [&](int from, int to) {
     return view.node_of_rank[from] == view.node_of_rank[to] ? std::string() : view.bindings[from].nic + "#";
   };
   std::vector<std::unordered_map<std::string, int>> out_n(p), in_n(p);
