@@ -61,7 +61,8 @@ struct Event {
   int type;  // kStepDone, kFlowStart, kFlowDone
   uint64_t id;
   uint32_t version;
-  bool operator>(const Event& o) const { return t != o.t ? t > o.t : id > o.id; }
+  uint64_t seq;  // ties go in the order the events were posted
+  bool operator>(const Event& o) const { return t != o.t ? t > o.t : seq > o.seq; }
 };
 constexpr int kStepDone = 0, kFlowStart = 1, kFlowDone = 2;
 
@@ -102,8 +103,8 @@ class Simulation {
  private:
   void drain() {
     while (!ready_.empty()) {
-      const uint64_t i = ready_.back();
-      ready_.pop_back();
+      const uint64_t i = ready_.front();
+      ready_.pop_front();
       begin(i);
     }
   }
@@ -125,7 +126,7 @@ class Simulation {
         } else {
           sent_.emplace(key, f);
         }
-        events_.push({now_ + g_.alpha_us(s_.owner[i], s_.peer[i]), kFlowStart, f, 0});
+        post(now_ + g_.alpha_us(s_.owner[i], s_.peer[i]), kFlowStart, f, 0);
         return;
       }
       auto it = sent_.find(key);
@@ -143,7 +144,7 @@ class Simulation {
     if (us <= 0) return complete(i);
     double& busy = busy_[s_.owner[i]];
     busy = std::max(busy, now_) + us;
-    events_.push({busy, kStepDone, i, 0});
+    post(busy, kStepDone, i, 0);
   }
 
   uint64_t new_flow(uint64_t send) {
@@ -249,7 +250,7 @@ class Simulation {
         if (fl.rate > fair) {
           fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now_ - fl.last));
           fl.last = now_, fl.rate = fair, ++fl.version;
-          events_.push({now_ + fl.remaining / fair, kFlowDone, f, fl.version});
+          post(now_ + fl.remaining / fair, kFlowDone, f, fl.version);
         }
         residual_[e] -= fl.rate;
       }
@@ -283,9 +284,11 @@ class Simulation {
     for (uint64_t f : comp_flows_) {
       Flow& fl = flows_[f];
       ++fl.version;
-      events_.push({now_ + (fl.rate > 0 ? fl.remaining / fl.rate : 0), kFlowDone, f, fl.version});
+      post(now_ + (fl.rate > 0 ? fl.remaining / fl.rate : 0), kFlowDone, f, fl.version);
     }
   }
+
+  void post(double t, int type, uint64_t id, uint32_t version) { events_.push({t, type, id, version, seq_++}); }
 
   void complete(uint64_t i) {
     ++done_;
@@ -308,13 +311,17 @@ class Simulation {
   std::vector<int> comp_edges_;
   std::vector<double> busy_;
   std::vector<Flow> flows_;
-  std::vector<uint64_t> free_, ready_;
+  std::vector<uint64_t> free_;
+  // Steps whose dependencies are done, begun first ready first (at the start in schedule order),
+  // as the executor posts them: messages to one peer queue in that order. (Last ready first made
+  // a node's reduce-scatter finish its slices backwards, so the rails' first chunks came last.)
+  std::deque<uint64_t> ready_;
   std::unordered_map<uint64_t, uint64_t> sent_;   // (from, to, message) -> its flow, until the receive is posted
   std::unordered_map<uint64_t, uint64_t> recvs_;  // (from, to, message) -> the receive posted before the send
   std::unordered_map<uint64_t, std::deque<uint64_t>> connections_;  // (from, to) -> its messages, the first moving
   std::priority_queue<Event, std::vector<Event>, std::greater<Event>> events_;
   double now_ = 0, end_ = 0;
-  uint64_t done_ = 0, messages_ = 0;
+  uint64_t done_ = 0, messages_ = 0, seq_ = 0;
 };
 
 }  // namespace

@@ -65,9 +65,10 @@ struct RsResult {
 // first sends read the send buffer when `from_send`; incoming data is reduced with the send
 // buffer (`from_send`, landing directly in the receive buffer) or received into scratch slots and
 // reduced into the receive buffer. `gate`: the writers that a read or write of the receive buffer
-// waits for (null: none). `avg`: divide the final sums (kAvg).
+// waits for (null: none). `avg`: divide the final sums (kAvg). `order`: the slices in the order
+// each step posts them (null: 0, 1, ...); every rank of the ring must use the same.
 RsResult ring_reduce_scatter(ScheduleBuilder& b, const GroupRing& g, bool from_send, SlotRing* slots,
-                             RangeWriters* gate, bool avg) {
+                             RangeWriters* gate, bool avg, const std::vector<uint64_t>* order = nullptr) {
   const int n = g.size(), r = g.pos;
   RsResult res;
   res.sends.assign(n - 1, std::vector<StepId>(g.slices, kNoStep));
@@ -75,7 +76,8 @@ RsResult ring_reduce_scatter(ScheduleBuilder& b, const GroupRing& g, bool from_s
   for (int s = 0; s < n - 1; ++s) {
     SlicedRange out = g.chunk(r - s), in = g.chunk(r - s - 1);
     std::vector<StepId> produced(g.slices, kNoStep);
-    for (uint64_t j = 0; j < g.slices; ++j) {
+    for (uint64_t jj = 0; jj < g.slices; ++jj) {
+      const uint64_t j = order ? (*order)[jj] : jj;
       if (out.bytes(j)) {
         Ref src{s == 0 && from_send ? Buf::kSend : Buf::kRecv, out.off(j)};
         res.sends[s][j] = b.send(g.next(), src, out.bytes(j), {ready[j]});
@@ -180,18 +182,42 @@ void build_hier_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Alg
   const int L = static_cast<int>(local->size());
   const int li = static_cast<int>(std::find(local->begin(), local->end(), me) - local->begin());
 
-  // (1) Intra-node reduce-scatter; local index li owns shard li+1.
+  const int N = static_cast<int>(nodes.size());
+  int k = 0;  // this node's position on every rail
+  while (&nodes[k] != local) ++k;
   GroupRing intra = make_ring(*local, me, 0, a.count, es, opt.slice_bytes);
-  SlotRing slots1(0, intra.chunk(0).max_bytes(), 4);
-  RsResult rs = ring_reduce_scatter(b, intra, !a.in_place, &slots1, nullptr, false);
-  const uint64_t scratch1 = a.in_place ? slots1.end() : 0;
-
-  // (2) All-reduce of the owned shard along the rail (local index li of every node), in the
-  // receive buffer with scratch slots; each slice starts once (1) made its bytes final.
   std::vector<int> rail;
   for (auto& ranks : nodes) rail.push_back(ranks[li]);
   const uint64_t sfirst = intra.chunk_el(mod(li + 1, L)), scount = intra.chunk_el(mod(li + 1, L) + 1) - sfirst;
   GroupRing inter = make_ring(rail, me, sfirst, scount, es, opt.slice_bytes);
+
+  // (1) Intra-node reduce-scatter; local index li owns shard li+1. Its last step makes the
+  // shard's slices final one after another, and position k on a rail first sends the rail's
+  // chunk k, then reduces chunks k-1, k-2, ...: so the node's ring posts its slices in that
+  // order (by the rail chunk each starts in), and every rail starts with its first slice instead
+  // of waiting up to the whole node phase for its chunk (64 nodes: the rails' start spread over
+  // the node's reduce-scatter, the last starting after all of it, in the event simulation).
+  // The order is computed on shard 0's geometry (shards differ by at most an element), so that
+  // the node's ranks, which exchange these slices, agree on it.
+  std::vector<uint64_t> order(intra.slices);
+  {
+    const SlicedRange shard = intra.chunk(0);
+    std::vector<int> key(intra.slices);
+    for (uint64_t j = 0; j < intra.slices; ++j) {
+      const uint64_t el = shard.off(j) / es - shard.first_el;
+      int c = 0;
+      while (c + 1 < N && part_offset(shard.count, N, c + 1) <= el) ++c;
+      key[j] = mod(k - c, N);
+      order[j] = j;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](uint64_t x, uint64_t y) { return key[x] < key[y]; });
+  }
+  SlotRing slots1(0, intra.chunk(0).max_bytes(), 4);
+  RsResult rs = ring_reduce_scatter(b, intra, !a.in_place, &slots1, nullptr, false, &order);
+  const uint64_t scratch1 = a.in_place ? slots1.end() : 0;
+
+  // (2) All-reduce of the owned shard along the rail (local index li of every node), in the
+  // receive buffer with scratch slots; each slice starts once (1) made its bytes final.
   SlotRing slots2(scratch1, inter.chunk(0).max_bytes(), 4);
   RsResult rs2 = ring_reduce_scatter(b, inter, false, &slots2, &rs.writes, a.op == RedOp::kAvg);
   RangeWriters final2 = ring_all_gather(b, inter, rs2, rs2.writes);
@@ -245,16 +271,31 @@ bool predict_hier(const PlanInput& in, Prediction& out) {
   };
   double xfer, lat;
   if (allreduce) {
-    // The node's reduce-scatter and all-gather run at once (slice by slice) over the same links
-    // inside the node: one phase of twice the bytes against the rails.
-    const double rails = 2.0 * (N - 1) / N * transfer_us(chunk, br.gbs);
-    xfer = overlapped({2.0 * (R - 1.0) / R * transfer_us(S, bi.gbs), rails},
-                      {2.0 * transfer_us(std::min(chunk, kSlice), bi.gbs), transfer_us(std::min(chunk / N, kSlice), br.gbs)});
-    // The node's ring reduce-scatter finishes every slice of its shard in its last step only: the
-    // rails start after (R-2)/R of the buffer has crossed the node's links (nothing on 2 ranks
-    // per node; with fast links inside the node, little).
-    xfer = std::max(xfer, (R - 2.0) / R * transfer_us(S, bi.gbs) + rails + transfer_us(std::min(chunk, kSlice), bi.gbs));
-    lat = 2.0 * (R - 1) * bi.alpha + 2.0 * (N - 1) * br.alpha;
+    // Each phase is a ring pipelined in slices (see predict_ring): n steps of its chunk follow
+    // each other at the slower of the chunk's transfer and one slice's hop (latency + transfer),
+    // so with several slices per chunk the latencies hide under the bytes. The node's
+    // reduce-scatter and all-gather run at once (slice by slice) over the same links inside the
+    // node: one phase of twice the steps against the rails.
+    auto ring_us = [&](double n, double chunk_bytes, const Bottleneck& x, bool bytes_only) {
+      if (n <= 0) return 0.0;
+      const double k = std::max(1.0, std::ceil(chunk_bytes / std::max(1.0, kSlice)));
+      const double c = transfer_us(chunk_bytes, x.gbs), hop = x.alpha + transfer_us(chunk_bytes / k, x.gbs);
+      return bytes_only ? n * c : (n - 1) * std::max(c, hop) + x.alpha + c;
+    };
+    const double ni = 2.0 * (R - 1), nr = 2.0 * (N - 1), ci = S / R, cr = chunk / N;
+    auto total = [&](bool bytes_only) {
+      const double rails = ring_us(nr, cr, br, bytes_only);
+      double t = overlapped({ring_us(ni, ci, bi, bytes_only), rails},
+                            {2.0 * transfer_us(std::min(ci, kSlice), bi.gbs), transfer_us(std::min(cr, kSlice), br.gbs)});
+      // The node's ring reduce-scatter finishes every slice of its shard in its last step only:
+      // the rails start after (R-2)/R of the buffer has crossed the node's links (nothing on 2
+      // ranks per node; with fast links inside the node, little). The node posts its slices in
+      // the order its rail position needs them (build_hier_allreduce), so one slice of that step
+      // is enough to start.
+      return std::max(t, (R - 2.0) / R * transfer_us(S, bi.gbs) + rails + transfer_us(std::min(ci, kSlice), bi.gbs));
+    };
+    xfer = total(true);
+    lat = std::max(0.0, total(false) - xfer);
   } else if (rooted) {
     xfer = (R - 1.0) / R * transfer_us(S, bi.gbs) + transfer_us(chunk, br.gbs);
     lat = (R - 1) * bi.alpha + (N - 1) * br.alpha;
