@@ -6,6 +6,7 @@
 //     </pci> <nic>...</nic> (a NIC without PCI location) </cpu></system>
 #include <hwloc.h>
 
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <map>
@@ -50,6 +51,23 @@ class NcclReader {
     return v;
   }
 
+  // NCCL writes a CPU's affinity as Linux prints a cpumask (local_cpus in sysfs): 32-bit groups in
+  // hex, most significant first, separated by commas. hwloc_bitmap_sscanf reads that format but
+  // aborts on an assertion for some strings that are not in it (",ff": found by fuzz_topo_nccl),
+  // so the reader checks the format first.
+  static bool cpumask_format_ok(std::string_view s) {
+    size_t digits = 0;
+    for (char c : s) {
+      if (c == ',') {
+        if (digits == 0) return false;
+        digits = 0;
+      } else if (!std::isxdigit(static_cast<unsigned char>(c)) || ++digits > 8) {
+        return false;
+      }
+    }
+    return digits > 0;
+  }
+
   void read_cpu(const pugi::xml_node& cpu, int index) {
     NumaNode numa;
     long long id = number(cpu, "numaid", index);
@@ -59,6 +77,8 @@ class NcclReader {
     std::string_view aff = cpu.attribute("affinity").value();
     if (aff.size() > 8192) bad(cpu, "affinity attribute too long");
     if (!aff.empty()) {
+      if (!cpumask_format_ok(aff))
+        bad(cpu, "affinity is not a CPU mask (groups of up to 8 hex digits separated by commas, as Linux prints one)");
       hwloc_bitmap_t b = hwloc_bitmap_alloc();
       std::string s(aff);
       if (b && hwloc_bitmap_sscanf(b, s.c_str()) == 0 && hwloc_bitmap_weight(b) >= 0) {

@@ -104,6 +104,15 @@ TEST(TopoRobustness, DeepNestingAndGarbage) {
                     "target=\"0000:01:00.0\" count=\"999999\"/></gpu></pci></cpu></system>"),
             "error");
   EXPECT_EQ(outcome("<system><cpu numaid=\"1\"><pci busid=\"0:1:0.0\" class=\"0x030200\"/></cpu></system>"), "ok");
+  // CPU masks as Linux prints them are read; anything else is an error, not an abort inside hwloc
+  // (",1615ff00" made hwloc_bitmap_sscanf fail an assertion: found by fuzz_topo_nccl).
+  auto with_affinity = [](const std::string& a) {
+    return outcome("<system><cpu numaid=\"0\" affinity=\"" + a +
+                   "\"><pci busid=\"0:1:0.0\" class=\"0x030200\"/></cpu></system>");
+  };
+  for (const char* ok : {"000000ff", "ffff0000,00000000,ffff0000", "ff,0000ffff"}) EXPECT_EQ(with_affinity(ok), "ok") << ok;
+  for (const char* no : {",1615ff00", "1615ff00,", "ff,,ff", "0x1234", "123456789", "ff ff", "fg"})
+    EXPECT_EQ(with_affinity(no), "error") << no;
   // hwloc objects without the sets hwloc 2.9 needs.
   EXPECT_EQ(outcome("<topology version=\"2.0\"><object type=\"Machine\" cpuset=\"0x1\" nodeset=\"0x1\"/></topology>"),
             "error");
