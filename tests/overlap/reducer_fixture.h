@@ -73,4 +73,12 @@ inline std::vector<int> shuffled(int n, unsigned seed) {
 
 inline std::shared_ptr<Communicator> shared(Communicator& c) { return c.shared_from_this(); }
 
+// Caps small enough that the toy model makes several buckets.
+inline ReducerOptions small_caps() {
+  ReducerOptions o;
+  o.bucket_cap_bytes = 4096;
+  o.first_bucket_cap_bytes = 1024;
+  return o;
+}
+
 }  // namespace weft::overlap::test

@@ -13,13 +13,6 @@ using namespace weft::overlap::test;
 
 namespace {
 
-ReducerOptions small_caps() {
-  ReducerOptions o;
-  o.bucket_cap_bytes = 4096;  // several buckets for the toy model
-  o.first_bucket_cap_bytes = 1024;
-  return o;
-}
-
 void check_results(Reducer& red, Model& m, int n, bool view, bool average, std::vector<int> steps = {0}) {
   for (size_t p = 0; p < m.grads.size(); ++p) {
     const float* g = grad_ptr(red, m, static_cast<int>(p), view);

@@ -27,13 +27,6 @@ std::string error_of(const std::function<void()>& f, ErrorCode* code = nullptr) 
   return "";
 }
 
-ReducerOptions small_caps() {
-  ReducerOptions o;
-  o.bucket_cap_bytes = 4096;
-  o.first_bucket_cap_bytes = 1024;
-  return o;
-}
-
 }  // namespace
 
 TEST(ReducerMisuse, ParameterMarkedTwice) {

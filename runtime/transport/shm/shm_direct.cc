@@ -43,10 +43,6 @@ namespace {
 constexpr uint64_t kAlign = 64;
 constexpr uint64_t kInlineBytes = 40;
 
-long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
-}
-
 // a has reached b (wrapping 32-bit call numbers).
 bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
 
@@ -157,11 +153,11 @@ void ShmDirect::post(uint32_t c, uint64_t bytes, const DirectContext& ctx) {
     // the sleepers load below (AsymmetricFence).
     f->seq.store(c, std::memory_order_release);
     std::atomic_signal_fence(std::memory_order_seq_cst);
-    if (f->sleepers.load(std::memory_order_relaxed) != 0) futex(&f->seq, FUTEX_WAKE, INT_MAX, nullptr);
+    if (f->sleepers.load(std::memory_order_relaxed) != 0) shm_futex(&f->seq, FUTEX_WAKE, INT_MAX, nullptr);
     return;
   }
   f->seq.store(c, std::memory_order_seq_cst);
-  if (f->sleepers.load(std::memory_order_seq_cst) != 0) futex(&f->seq, FUTEX_WAKE, INT_MAX, nullptr);
+  if (f->sleepers.load(std::memory_order_seq_cst) != 0) shm_futex(&f->seq, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
 void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check, uint64_t expect_bytes) {
@@ -220,7 +216,7 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
       seen = f->seq.load(std::memory_order_seq_cst);
       if (!reached(seen, c)) {
         timespec ts{0, 5'000'000};
-        futex(&f->seq, FUTEX_WAIT, seen, &ts);
+        shm_futex(&f->seq, FUTEX_WAIT, seen, &ts);
       }
       f->sleepers.fetch_sub(1, std::memory_order_seq_cst);
     }

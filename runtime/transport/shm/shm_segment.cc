@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +15,10 @@
 #include "runtime/store/store.h"
 
 namespace weft {
+
+long shm_futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const struct timespec* ts) {
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
+}
 
 void* map_shared_segment(Store& store, const ShmSegmentSpec& spec) {
   std::string name;  // set while this process owns the name (the creator, until every participant mapped it)

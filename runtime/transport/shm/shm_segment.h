@@ -4,6 +4,8 @@
 // survives a crash. A failure on the way (a participant that died while a shrink built the
 // transport, a timeout) leaves no name, descriptor or mapping behind.
 #pragma once
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -24,6 +26,10 @@ struct ShmSegmentSpec {
   Millis timeout{0};
   std::function<void(void*)> init;  // run by the creator on the fresh (zero) mapping, before the others may use it
 };
+
+// The futex system call on a 32-bit word of a shared mapping (the transports' and the direct
+// path's sleeping and waking).
+long shm_futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const struct timespec* ts);
 
 // Returns the mapping (munmap(base, spec.bytes) releases it). Throws weft::Error.
 void* map_shared_segment(Store& store, const ShmSegmentSpec& spec);

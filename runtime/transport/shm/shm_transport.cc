@@ -47,10 +47,6 @@ struct alignas(64) RingHead {
   char pad3[64 - 4 * kChunks];
 };
 
-long futex(std::atomic<uint32_t>* addr, int op, uint32_t val, const timespec* ts) {
-  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(addr), op, val, ts, nullptr, 0);
-}
-
 uint64_t g_probe_word = 0x5745465450524f42ULL;
 
 }  // namespace
@@ -168,7 +164,7 @@ RankArea* area_of(void* base, int local) { return reinterpret_cast<RankArea*>(st
 void ShmTransport::ring_doorbell(int local) {
   RankArea* a = area_of(base_, local);
   a->doorbell.fetch_add(1, std::memory_order_seq_cst);
-  if (a->sleeping.load(std::memory_order_seq_cst)) futex(&a->doorbell, FUTEX_WAKE, INT_MAX, nullptr);
+  if (a->sleeping.load(std::memory_order_seq_cst)) shm_futex(&a->doorbell, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
 bool ShmTransport::collect_acks(int peer) {
@@ -393,7 +389,7 @@ void ShmTransport::wait_for_event(Clock::time_point deadline) {
   if (left > Clock::duration::zero()) {
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(left).count();
     timespec ts{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)};
-    futex(&me->doorbell, FUTEX_WAIT, v, &ts);
+    shm_futex(&me->doorbell, FUTEX_WAIT, v, &ts);
   }
   me->sleeping.store(0, std::memory_order_relaxed);
 }
