@@ -85,6 +85,12 @@ const AsymmetricFence& fence() {
 constexpr int kPollsBeforeClock = 64;
 // With more ranks than cores a peer that has not posted is often waiting for this core.
 constexpr int kPollsOversubscribed = 8;
+// Where all-reduces can go in pieces, the largest one taken in one round. A round has every rank
+// read every slot of the whole buffer (n x the bytes), a piece's two rounds only its share of each
+// slot and the others' shares: at 3, 4 and 8 ranks on 2 cores the pieces were faster from 64 KiB
+// (8 ranks 64 KiB: 25-31 us against 48-63; 4 ranks 11-12 against 15-23) and even at 32 KiB
+// (6 Dec, WEFT_DIRECT_BYTES 32768 against the automatic 262144).
+constexpr uint64_t kAllReduceRoundBytesWithPieces = 32 << 10;
 
 }  // namespace
 
@@ -94,6 +100,7 @@ ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, uint
       size_(size),
       one_round_bytes_(slot_bytes),
       piece_bytes_(piece_bytes),
+      allreduce_round_bytes_(piece_bytes ? std::min(slot_bytes, kAllReduceRoundBytesWithPieces) : slot_bytes),
       slot_bytes_((std::max(slot_bytes, piece_bytes) + kAlign - 1) / kAlign * kAlign),
       oversubscribed_(oversubscribed),
       spin_(spin) {
@@ -116,7 +123,8 @@ ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, uint
   light_posts_ = !oversubscribed_ && fence().light_posts;
   heavy_sleeps_ = !oversubscribed_ && fence().heavy_ok;
   WEFT_LOG_DEBUG("shm direct path: {} ranks, slots of {} bytes, one round up to {} bytes{}{}", size_, slot_bytes_,
-                 one_round_bytes_, piece_bytes_ ? fmt::format(", larger all-reduces in pieces of {} bytes", piece_bytes_) : "",
+                 one_round_bytes_,
+                 piece_bytes_ ? fmt::format(", all-reduces over {} bytes in pieces of {} bytes", allreduce_round_bytes_, piece_bytes_) : "",
                  oversubscribed_ ? ", ranks outnumber cores: waiters yield" : "");
 }
 
@@ -277,7 +285,7 @@ void ShmDirect::all_reduce_pieces(const CollectiveArgs& a, const void* send, voi
 
 void ShmDirect::run(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx) {
   const uint64_t es = dtype_size(a.dtype), bytes = a.count * es;
-  if (a.kind == CollectiveKind::kAllReduce && bytes > one_round_bytes_) {
+  if (a.kind == CollectiveKind::kAllReduce && bytes > allreduce_round_bytes_) {
     ++calls_;
     return all_reduce_pieces(a, send, recv, ctx);
   }

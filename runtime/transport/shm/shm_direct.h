@@ -74,6 +74,7 @@ class ShmDirect {
   int rank_, size_;
   uint64_t one_round_bytes_;  // the largest call taken in one round
   uint64_t piece_bytes_;      // 0: no larger all-reduces
+  uint64_t allreduce_round_bytes_;  // the largest all-reduce taken in one round (above: in pieces)
   uint64_t slot_bytes_;       // max of the two
   bool oversubscribed_;
   bool light_posts_ = false;   // post with a plain store (the sleepers fence for both: AsymmetricFence)
