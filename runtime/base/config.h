@@ -23,7 +23,8 @@ struct CommConfig {
   // WEFT_DIRECT_BYTES: the largest call of the shared-memory latency path (0: off; -1: automatic,
   // 32 KiB, or 256 KiB when the node's ranks outnumber its cores).
   int64_t direct_bytes = -1;
-  // WEFT_DIRECT_PIECE_BYTES: all-reduces above direct_bytes also take the direct path, in pieces of
+  // WEFT_DIRECT_PIECE_BYTES: all-reduces above direct_bytes (above 32 KiB if that is smaller:
+  // ShmDirect's kAllReduceRoundBytesWithPieces) take the direct path in pieces of
   // this size, each reduce-scattered and all-gathered through the slots (0: off; -1: automatic,
   // 256 KiB when the node's ranks outnumber its cores, else off).
   int64_t direct_piece_bytes = -1;
