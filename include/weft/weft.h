@@ -103,6 +103,18 @@ WEFT_API weftResult_t weftCommDump(weftComm_t comm);
 /// path, "ring", "tree", "rhd", "hier", ... docs/ALGORITHMS.md, "p2p", "nccl"; "" before the first).
 /// A static string. Not synchronised with operations still running on another thread.
 WEFT_API weftResult_t weftCommLastAlgorithm(weftComm_t comm, const char** algorithm);
+/// Allocates `bytes` of host memory for comm's collectives. Collective: every rank of comm calls it,
+/// in the same order, with the same size. When every rank is on one node over shared memory the
+/// buffer is this rank's region of a segment every rank of the node maps, and an all-reduce whose
+/// buffers are such on every rank runs without copies: each rank reduces its share straight from
+/// the others' buffers into all of them (MPI_Win_allocate_shared and NCCL's registered buffers in
+/// spirit; docs/ARCHITECTURE.md, "Shared buffers"). Otherwise plain memory. Contents start at zero.
+/// weftInvalidUsage for 0 bytes or unequal sizes (on every rank); weftSystemError when shared memory
+/// runs out. Free it with weftMemFree on the same communicator before destroying it.
+WEFT_API weftResult_t weftMemAlloc(weftComm_t comm, size_t bytes, void** ptr);
+/// Frees what weftMemAlloc returned (not collective: the peers' views of a shared buffer stay
+/// valid until they free theirs). NULL is ignored; weftInvalidUsage for any other pointer.
+WEFT_API weftResult_t weftMemFree(weftComm_t comm, void* ptr);
 /// Destroys comm, waiting for its operations; the handle is invalid afterwards.
 WEFT_API weftResult_t weftCommDestroy(weftComm_t comm);
 

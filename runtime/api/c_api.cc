@@ -224,6 +224,15 @@ weftResult_t weftCommDump(weftComm_t comm) {
   });
 }
 
+weftResult_t weftMemAlloc(weftComm_t comm, size_t bytes, void** ptr) {
+  if (!ptr) return record(comm, weftInvalidArgument, "weftMemAlloc: ptr is NULL");
+  return guarded(comm, [&] { *ptr = live(comm, "weftMemAlloc")->mem_alloc(bytes); });
+}
+
+weftResult_t weftMemFree(weftComm_t comm, void* ptr) {
+  return guarded(comm, [&] { live(comm, "weftMemFree")->mem_free(ptr); });
+}
+
 weftResult_t weftCommLastAlgorithm(weftComm_t comm, const char** algorithm) {
   if (!algorithm) return record(comm, weftInvalidArgument, "weftCommLastAlgorithm: algorithm is NULL");
   return guarded(comm, [&] { *algorithm = live(comm, "weftCommLastAlgorithm")->last_algorithm(); });

@@ -1,5 +1,7 @@
 #include "runtime/comm/communicator.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <optional>
 #include <thread>
@@ -88,6 +90,8 @@ Communicator::~Communicator() {
   } catch (const std::exception& e) {
     WEFT_LOG_WARN("communicator teardown: {}", e.what());
   }
+  for (auto& k : kept_windows_) munmap(k.base, k.bytes);
+  for (void* p : private_mem_) std::free(p);
 }
 
 namespace {
@@ -154,7 +158,7 @@ void Communicator::run(const CollectiveArgs& args_in, const void* send, void* re
   bool on_stream = false;
   int device = -1;
   const CollectiveArgs args = admit(args_in, send, recv, SubmitMode::kBlocking, nullptr, on_stream, device);
-  if (device < 0 && direct_ && direct_->handles(args)) {
+  if (device < 0 && direct_ && direct_->handles(args) && !direct_->prefers_window(args, direct_->windows_allocated())) {
     std::pair<ErrorCode, std::string> result;
     // Idle queue and the automatic algorithm: the call runs here (the queue numbers it).
     // Metrics and the algorithm log time the call. The flight recorder alone (on by default)
@@ -201,6 +205,7 @@ void Communicator::run(const CollectiveArgs& args_in, const void* send, void* re
   w->send_ = send;
   w->recv_ = recv;
   w->device_ = device;
+  w->windows_ = direct_ ? direct_->windows_allocated() : 0;
   queue_->submit(w, false);
   if (w->code_ != ErrorCode::kSuccess) throw Error(w->code_, w->message_);
 }
@@ -219,6 +224,7 @@ std::shared_ptr<Operation> Communicator::submit(const CollectiveArgs& args_in, c
   w->send_ = send;
   w->recv_ = recv;
   w->device_ = device;
+  w->windows_ = direct_ ? direct_->windows_allocated() : 0;
   w->stream_ = stream;
   w->on_stream_ = on_stream;
   queue_->submit(w, mode == SubmitMode::kAsync);
@@ -267,7 +273,7 @@ void Communicator::observe(const CollectiveArgs& a, const std::string& forced, u
 }
 
 Clock::time_point Communicator::run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
-                                           uint64_t record, Clock::time_point start) {
+                                           uint64_t record, Clock::time_point start, bool window, bool* ran) {
   if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
   DirectContext ctx;
   ctx.start = start;
@@ -290,14 +296,50 @@ Clock::time_point Communicator::run_direct(const CollectiveArgs& a, const void* 
   };
   ctx.describe = [w = &watch] { return describe_call(w->a, w->seq); };
   static constexpr const char* kDirect = "direct";
-  last_algorithm_.store(kDirect, std::memory_order_relaxed);
+  static constexpr const char* kShared = "shared";
+  const char* algo = window ? kShared : kDirect;
+  last_algorithm_.store(algo, std::memory_order_relaxed);
   if (recorder_) {
-    recorder_->algorithm(record, kDirect);
+    recorder_->algorithm(record, algo);
     ctx.wait = recorder_->wait_note(record);
     if (start == Clock::time_point{}) ctx.record_start = recorder_->start_field(record);
   }
+  if (window) {
+    *ran = direct_->all_reduce_window(a, send, recv, ctx);
+    if (!*ran) last_algorithm_.store("", std::memory_order_relaxed);
+    return ctx.start;
+  }
   direct_->run(a, send, recv, ctx);
   return ctx.start;
+}
+
+void* Communicator::mem_alloc(uint64_t bytes) {
+  if (destroyed_.load(std::memory_order_acquire)) fail(ErrorCode::kInvalidUsage, "weftMemAlloc: the communicator was destroyed");
+  if (direct_) return direct_->alloc_window(*store_, bytes, config_.timeout);
+  if (bytes == 0) fail(ErrorCode::kInvalidUsage, "weftMemAlloc: 0 bytes asked for");
+  void* p = nullptr;
+  if (posix_memalign(&p, 4096, bytes) != 0) fail(ErrorCode::kSystemError, "weftMemAlloc: out of memory ({} bytes)", bytes);
+  std::memset(p, 0, bytes);
+  std::lock_guard<std::mutex> lock(private_mem_mu_);
+  private_mem_.push_back(p);
+  return p;
+}
+
+void Communicator::mem_free(void* p) {
+  if (!p) return;
+  if (direct_ && direct_->free_window(p)) return;
+  std::lock_guard<std::mutex> lock(private_mem_mu_);
+  for (auto k = kept_windows_.begin(); k != kept_windows_.end(); ++k) {
+    if (k->mine == p) {
+      munmap(k->base, k->bytes);
+      kept_windows_.erase(k);
+      return;
+    }
+  }
+  auto it = std::find(private_mem_.begin(), private_mem_.end(), p);
+  if (it == private_mem_.end()) fail(ErrorCode::kInvalidUsage, "weftMemFree: {} was not allocated by weftMemAlloc on this communicator", p);
+  private_mem_.erase(it);
+  std::free(p);
 }
 
 void Communicator::log_algorithm(const CollectiveArgs& a, const std::string& forced, uint64_t seq, double us) {
@@ -329,6 +371,15 @@ uint64_t Communicator::direct_calls() const { return direct_ ? direct_->calls() 
 
 void Communicator::run_host(Operation& w, Clock::time_point t0) {
   const CollectiveArgs& a = w.args_;
+  // Once the ranks have node-shared buffers (weftMemAlloc), an all-reduce past the one-round size
+  // first asks whether every rank's buffers are such: then it runs without copies. The count of
+  // windows is taken when the call was submitted, the same on every rank, so every rank asks alike.
+  const bool window = direct_ && w.algo_.empty() && direct_->prefers_window(a, w.windows_);
+  if (window) {
+    bool ran = false;
+    run_direct(a, w.send_, w.recv_, w.seq_, w.record_, t0, true, &ran);
+    if (ran) return;
+  }
   if (direct_ && w.algo_.empty() && direct_->handles(a)) {
     // Small calls within the node: no schedule, no messages (ShmDirect).
     run_direct(a, w.send_, w.recv_, w.seq_, w.record_, t0);
@@ -449,6 +500,10 @@ void Communicator::release() {
     std::lock_guard<std::mutex> lock(nccl_mu_);
     nccl_.reset();
     hier_.reset();
+  }
+  if (direct_) {
+    std::lock_guard<std::mutex> lock(private_mem_mu_);
+    for (auto& m : direct_->take_windows()) kept_windows_.push_back({m.base, m.bytes, m.mine});
   }
   direct_.reset();
   transport_.reset();

@@ -84,6 +84,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   const char* transport_name() const { return transport_ ? transport_->name() : "none"; }
   // Calls that took the shared-memory latency path (ShmDirect) so far.
   uint64_t direct_calls() const;
+  // weftMemAlloc / weftMemFree: collective; every rank asks for the same size. With every rank on
+  // this node over shared memory, the buffers are regions of one node-shared segment and
+  // all-reduces on them run without copies (ShmDirect::alloc_window); otherwise plain memory.
+  void* mem_alloc(uint64_t bytes);
+  void mem_free(void* p);
 
   // Validates and starts an operation. Invalid arguments throw kInvalidArgument before anything
   // is sent. Device buffers (CUDA device or managed memory; WEFT_HAVE_NCCL builds) go to NCCL,
@@ -144,8 +149,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void execute(const std::shared_ptr<Operation>& w);
   // The latency path for call number seq (ShmDirect). start: when the call started, or zero.
   // Returns the call's start: `start`, or when zero the time its first wait set (zero: it never waited).
+  // Runs a call on the shared-memory path; returns when its waiting began (zero if it never
+  // waited). window: an all-reduce over node-shared buffers (ShmDirect::all_reduce_window); `ran`
+  // is false when some rank's buffers were not such (nothing ran: run the schedule).
   std::chrono::steady_clock::time_point run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
-                                                   uint64_t record, std::chrono::steady_clock::time_point start);
+                                                   uint64_t record, std::chrono::steady_clock::time_point start,
+                                                   bool window = false, bool* ran = nullptr);
   // A call that succeeded, started at t0 and ended at t1: the flight recorder's record, metrics
   // and the algorithm log. forced: the algorithm the call was stamped with ("" = automatic).
   void observe(const CollectiveArgs& a, const std::string& forced, uint64_t seq, uint64_t record,
@@ -187,6 +196,14 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::shared_ptr<nccl::Hierarchical> hier_;  // the hierarchical all-reduce's communicators
 
   std::mutex destroy_mu_;
+  std::mutex private_mem_mu_;
+  std::vector<void*> private_mem_;  // weftMemAlloc's plain memory (no shared-memory path)
+  struct KeptWindow {
+    void* base;
+    size_t bytes;
+    void* mine;
+  };
+  std::vector<KeptWindow> kept_windows_;  // windows not freed when the direct path went (unmapped by the destructor)
   std::atomic<bool> destroyed_{false};  // set under destroy_mu_; read without it on the call path
 
   // weftCommShrink (shrink.cc).

@@ -159,5 +159,100 @@ TEST(ShmDirectPath, MismatchIsNamedOnEveryRank) {
   EXPECT_EQ(errors.load(), 3);
 }
 
+// Node-shared buffers (weftMemAlloc): all-reduces whose buffers are windows on every rank run on
+// the shared path (no copies: each rank reduces its share from every rank's buffer into all of
+// them): every type and op, counts of 1, primes, fewer than the ranks and not divisible by them,
+// in and out of place, at offsets that are not page-aligned, 2..4 thread-ranks; the guards around
+// each buffer in the windows must come back untouched. A rank whose buffer is not a window sends
+// every rank to another path, with the same results; calls of up to WEFT_DIRECT_BYTES keep the
+// one-round path.
+class ShmWindows : public ::testing::TestWithParam<int> {};
+TEST_P(ShmWindows, EveryTypeAndOpMatchesTheReference) {
+  const int n = GetParam();
+  CommConfig cfg = test_config();
+  cfg.direct_bytes = 16;  // up to 16 bytes in one round through the slots; past it the shared path
+  std::vector<CollCase> cases;
+  for (DataType dt : kTypes)
+    for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{3}, uint64_t{7}, uint64_t{251}, uint64_t{4099}, uint64_t{20011}})
+      for (bool in_place : {false, true})
+        for (RedOp op : kOps) cases.push_back({CollectiveKind::kAllReduce, dt, op, count, n, 0, in_place});
+  constexpr uint64_t kWindow = 256 << 10;
+  std::atomic<int> failures{0};
+  run_ranks(
+      n, TransportKind::kShm,
+      [&](Communicator& comm) {
+        auto* ws = static_cast<uint8_t*>(comm.mem_alloc(kWindow));
+        auto* wr = static_cast<uint8_t*>(comm.mem_alloc(kWindow));
+        for (size_t i = 0; i < cases.size(); ++i) {
+          const CollCase& c = cases[i];
+          RankBuffers b = make_buffers(c, comm.rank());
+          // The images (guards included) at an offset that moves with the case; the last rank's
+          // buffers are plain memory for every seventh case.
+          const size_t at = 8 * (i % 5);
+          const bool plain = i % 7 == 3 && comm.rank() == n - 1;
+          uint8_t* s = plain ? b.s.data() : ws + at;
+          uint8_t* r = plain ? b.r.data() : wr + at;
+          if (!plain) {
+            std::memcpy(s, b.s.data(), b.s.size());
+            std::memcpy(r, b.r.data(), b.r.size());
+          }
+          const size_t G = RankBuffers::kGuard;
+          const void* send = c.in_place ? static_cast<const void*>(r + G) : s + G;
+          comm.submit(CollectiveArgs{c.kind, c.count, c.dt, c.op, c.root, false}, send, r + G);
+          const std::string algo = comm.last_algorithm();
+          if (!plain) {
+            std::memcpy(b.s.data(), s, b.s.size());
+            std::memcpy(b.r.data(), r, b.r.size());
+          }
+          const bool shared = c.count * dtype_size(c.dt) > 16 && i % 7 != 3;
+          if ((algo == "shared") != shared && failures++ < 10)
+            ADD_FAILURE() << c.label() << ": ran '" << algo << "', expected " << (shared ? "the shared path" : "another");
+          std::string err = check_buffers(c, comm.rank(), b);
+          if (!err.empty() && failures++ < 10) ADD_FAILURE() << c.label() << (plain ? " (plain)" : "") << ": " << err;
+        }
+        comm.mem_free(ws);
+        comm.mem_free(wr);
+        EXPECT_THROW(comm.mem_free(ws), Error) << "a second free";
+      },
+      cfg);
+  EXPECT_EQ(failures.load(), 0);
+}
+INSTANTIATE_TEST_SUITE_P(Ranks, ShmWindows, ::testing::Values(2, 3, 4));
+
+// weftMemAlloc with unequal sizes, or 0 bytes, fails on every rank with an error naming it.
+TEST(ShmWindowsAlloc, UnequalSizesAreNamedOnEveryRank) {
+  CommConfig cfg = test_config();
+  cfg.timeout = std::chrono::milliseconds(5000);
+  std::atomic<int> unequal{0}, zero{0};
+  run_ranks(
+      3, TransportKind::kShm,
+      [&](Communicator& comm) {
+        try {
+          comm.mem_alloc(comm.rank() == 2 ? 8192 : 4096);
+          ADD_FAILURE() << "rank " << comm.rank() << ": unequal sizes were accepted";
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("same size"), std::string::npos) << e.what();
+          unequal++;
+        }
+        try {
+          comm.mem_alloc(0);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("0 bytes"), std::string::npos) << e.what();
+          zero++;
+        }
+        // Still usable: a window of the same size on every rank works.
+        auto* p = static_cast<float*>(comm.mem_alloc(1 << 20));
+        for (int i = 0; i < (1 << 18); ++i) p[i] = static_cast<float>(comm.rank() + 1);
+        comm.submit(CollectiveArgs{CollectiveKind::kAllReduce, 1 << 18, DataType::kFloat32, RedOp::kSum, 0, false}, p, p);
+        EXPECT_STREQ(comm.last_algorithm(), "shared");
+        EXPECT_EQ(p[0], 6.0f);
+        EXPECT_EQ(p[(1 << 18) - 1], 6.0f);
+        comm.mem_free(p);
+      },
+      cfg);
+  EXPECT_EQ(unequal.load(), 3);
+  EXPECT_EQ(zero.load(), 3);
+}
+
 }  // namespace
 }  // namespace weft::test

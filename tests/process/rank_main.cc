@@ -1,7 +1,8 @@
 // weft-test-rank: one rank of a real multi-process job, driven through the public C++ API only.
 // Modes (argv[1]):
 //   check            all-reduce at odd sizes in and out of place, and asynchronous calls in order,
-//                    through the shared library (every collective x type x op: weft-test-matrix)
+//                    through the shared library (every collective x type x op: weft-test-matrix);
+//                    an all-reduce on weftMemAlloc buffers takes the shared path
 //   die              rank 1 SIGKILLs itself in the middle of a large all-reduce loop
 //   die-small        the same in a loop of 16-element all-reduces (the shared-memory latency path)
 //   absent           rank 1 never enters the collective (sleeps past the timeout)
@@ -98,6 +99,37 @@ int check(weft::Comm& comm) {
         std::printf("rank %d: WRONG async max\n", r);
         return 1;
       }
+    }
+  }
+  // Node-shared buffers (weftMemAlloc): a large all-reduce on them, in place and asynchronous,
+  // takes the shared path (no copies) between these processes, with the same results.
+  {
+    const size_t count = (size_t{1} << 20) + 3;
+    void* p = nullptr;
+    if (weftMemAlloc(comm.get(), count * sizeof(float), &p) != weftSuccess || !p) {
+      std::printf("rank %d: weftMemAlloc failed\n", r);
+      return 1;
+    }
+    auto* f = static_cast<float*>(p);
+    for (size_t i = 0; i < count; ++i) f[i] = input(r, i);
+    comm.all_reduce_async(f, f, count, weft::Float32, weft::Sum).wait();
+    const char* algo = "";
+    weftCommLastAlgorithm(comm.get(), &algo);
+    for (size_t i = 0; i < count; ++i) {
+      double ref = 0;
+      for (int k = 0; k < n; ++k) ref += input(k, i);
+      if (f[i] != static_cast<float>(ref)) {
+        std::printf("rank %d: WRONG shared all-reduce element %zu: %g, expected %g\n", r, i, f[i], ref);
+        return 1;
+      }
+    }
+    if (std::strcmp(algo, "shared") != 0) {
+      std::printf("rank %d: the all-reduce on weftMemAlloc buffers ran '%s', not 'shared'\n", r, algo);
+      return 1;
+    }
+    if (weftMemFree(comm.get(), p) != weftSuccess || weftMemFree(comm.get(), p) == weftSuccess) {
+      std::printf("rank %d: weftMemFree: freeing once must work, twice must not\n", r);
+      return 1;
     }
   }
   comm.barrier();

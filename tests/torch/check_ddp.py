@@ -1,7 +1,10 @@
 """DDP training with the weft backend against the same training with gloo, in one job: a small
 MLP on generated data (fixed seeds, different data on every rank), N steps of SGD with momentum,
-once over a weft group and once over a gloo group. Checks that the replicas agree exactly within
-each backend and that weft's parameters match gloo's to floating-point tolerance.
+once over a weft group, once with weft_torch.DistributedDataParallel (gradients in node-shared
+memory, all-reduced without copies) and once over a gloo group. Checks that the replicas agree
+exactly within each and that weft's parameters match gloo's to floating-point tolerance; then
+weft_torch.DistributedDataParallel's no_sync(), zero_grad(set_to_none=True), unused parameters
+(an error naming them, or find_unused_parameters=True) and a group of another backend.
 
   check_ddp.py [--steps N]                   the check (prints "rank R: OK")
   check_ddp.py --bench [--width W] [--steps N] [--batch B]   time per step, weft and gloo
@@ -50,9 +53,9 @@ def batches(rank, steps):
 step_times = []  # weft_torch.step_end() after each weft step: (step seconds, exposed sync seconds)
 
 
-def train(group, steps, timed=False):
+def train(group, steps, timed=False, wrap=DDP, accumulate=False):
     # Different initial weights on every rank: DDP's broadcast from rank 0 must make them equal.
-    model = DDP(make_model(seed=rank), process_group=group)
+    model = wrap(make_model(seed=rank), process_group=group)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     t0 = None
@@ -60,10 +63,15 @@ def train(group, steps, timed=False):
         if timed and step == args.warmup:
             dist.barrier(group=group)
             t0 = time.perf_counter()
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
+        opt.zero_grad(set_to_none=step % 2 == 1)  # both: .grad zeroed in place, and dropped
+        if accumulate:  # half the batch without communication, then the other half with it
+            with model.no_sync():
+                loss_fn(model(x[: len(x) // 2]), y[: len(y) // 2]).backward()
+            loss_fn(model(x[len(x) // 2:]), y[len(y) // 2:]).backward()
+        else:
+            loss_fn(model(x), y).backward()
         opt.step()
-        if group is weft and not timed:
+        if group is weft and not timed and wrap is DDP and not accumulate:
             step_times.append(weft_torch.step_end())
     per_step = (time.perf_counter() - t0) / (steps - args.warmup) if timed else None
     return torch.cat([p.detach().flatten() for p in model.parameters()]), per_step
@@ -100,9 +108,12 @@ if args.bench:
 
 pw, _ = train(weft, args.steps)
 pg, _ = train(gloo, args.steps)
+ps, _ = train(weft, args.steps, wrap=weft_torch.DistributedDataParallel)
+pa, _ = train(weft, 4, wrap=weft_torch.DistributedDataParallel, accumulate=True)
+pga, _ = train(gloo, 4, accumulate=True)
 failures = []
 # Replicas must agree bit for bit within a backend (every rank applies the same averaged gradient).
-for name, p in (("weft", pw), ("gloo", pg)):
+for name, p in (("weft", pw), ("gloo", pg), ("weft_torch.DistributedDataParallel", ps)):
     ref = p.clone()
     dist.broadcast(ref, 0, group=gloo)
     if not torch.equal(ref, p):
@@ -122,6 +133,41 @@ if not ops or any(o["state"] != "done" for o in ops) or not any(o["collective"] 
     failures.append(f"weft_torch.dump() at {path}: unexpected operations {ops[-3:]}")
 if not torch.allclose(pw, pg, rtol=1e-4, atol=1e-5):
     failures.append(f"weft and gloo parameters differ by up to {diff:.3g}")
+for name, a, b in (("weft_torch.DistributedDataParallel", ps, pg), ("no_sync() accumulation", pa, pga)):
+    if not torch.allclose(a, b, rtol=1e-4, atol=1e-5):
+        failures.append(f"{name}: parameters differ from gloo DDP's by up to {(a - b).abs().max().item():.3g}")
+# Its buckets took the shared path (no copies): the recorder names the algorithm of each operation.
+if not any(o.get("algorithm") == "shared" for o in ops):
+    failures.append("weft_torch.DistributedDataParallel: no all-reduce took the shared path")
+
+
+class Unused(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.used, self.spare = nn.Linear(8, 4), nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.used(x)
+
+
+m = weft_torch.DistributedDataParallel(Unused(), process_group=weft)
+try:
+    m(torch.ones(2, 8)).sum().backward()
+    failures.append("a parameter without a gradient was not reported")
+except RuntimeError as e:
+    if "spare.weight" not in str(e) or "find_unused_parameters" not in str(e):
+        failures.append(f"unused parameters: unclear error: {e}")
+m = weft_torch.DistributedDataParallel(Unused(), process_group=weft, find_unused_parameters=True)
+m(torch.full((2, 8), float(rank))).sum().backward()
+want = torch.full((4, 8), sum(range(size)) * 2 / size)  # d(sum)/d(weight) = the batch's column sums, averaged
+if not torch.allclose(m.module.used.weight.grad, want) or m.module.spare.weight.grad.abs().max() != 0:
+    failures.append(f"find_unused_parameters=True: gradients {m.module.used.weight.grad[0]} (expected {want[0]})")
+try:
+    weft_torch.DistributedDataParallel(Unused(), process_group=gloo)
+    failures.append("a gloo group was accepted")
+except ValueError as e:
+    if "weft backend" not in str(e):
+        failures.append(f"a gloo group: unclear error: {e}")
 # Leave without destroy_process_group and with an operation in flight whose Future has a Python
 # callback: weft_torch's exit handler must let it complete before Python's finalization (which
 # would otherwise kill the completion thread inside the callback: "terminate called").

@@ -17,7 +17,21 @@ import os
 import torch.distributed as _dist
 
 from ._weft_torch import __version__, create_process_group, drain, dump, gpu_path_built, step_end  # noqa: F401
+from ._weft_torch import _empty_shared
 from ._weft_torch import shrink as _shrink
+
+
+def empty_shared(group, numel, dtype=None):
+    """A 1-D CPU tensor of `numel` zeros of `dtype` (default: torch's default dtype) in memory that
+    every rank of the node maps (weftMemAlloc on the weft group `group`). Collective: every rank of
+    the group calls it, in the same order, with the same numel and dtype. An all-reduce on the group
+    whose tensors are such on every rank (views at any offset, in place or not) runs without
+    copies: each rank reduces its share straight from every rank's tensor into all of them."""
+    import torch
+    return _empty_shared(group, int(numel), torch.empty(0, dtype=dtype or torch.get_default_dtype()))
+
+
+from .ddp import DistributedDataParallel  # noqa: E402,F401
 
 # (torch variable, candidates in order): weftrun, Open MPI, MPICH/PMI, Slurm.
 _LAUNCHER_VARS = {

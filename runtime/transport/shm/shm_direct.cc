@@ -130,6 +130,80 @@ ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, uint
 
 ShmDirect::~ShmDirect() {
   if (base_) munmap(base_, bytes_);
+  for (auto& w : windows_) munmap(w.base, w.mapped);
+}
+
+void* ShmDirect::alloc_window(Store& store, uint64_t bytes, Millis timeout) {
+  if (bytes == 0) fail(ErrorCode::kInvalidUsage, "weftMemAlloc: 0 bytes asked for");
+  // Numbered by the calls (collective: the same number on every rank), failed ones included, so
+  // a retry after a failure never reads the failed call's keys.
+  const uint32_t id = window_calls_++;
+  const std::string key = fmt::format("direct_win{}_", id);
+  // Every rank's region has the same size: each says what it asked for, and every rank checks all,
+  // so a rank that asked for another size fails everywhere alike.
+  store.set(key + "bytes" + std::to_string(rank_), to_bytes(std::to_string(bytes)));
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    const std::string theirs = to_string(store.get(key + "bytes" + std::to_string(r), timeout));
+    if (theirs != std::to_string(bytes))
+      fail(ErrorCode::kInvalidUsage, "weftMemAlloc: rank {} asked for {} bytes, this rank ({}) for {}: every rank of the "
+           "communicator must ask for the same size (window {})", r, theirs, rank_, bytes, id);
+  }
+  Window w;
+  w.id = id;
+  w.bytes = bytes;
+  w.stride = (bytes + 4095) / 4096 * 4096;
+  w.mapped = static_cast<size_t>(w.stride) * size_;
+  ShmSegmentSpec spec;
+  spec.what = "weftMemAlloc";
+  spec.name_prefix = "/weft-w-";
+  spec.name_key = key + "name";
+  spec.mapped_key = key + "mapped";
+  spec.creator = rank_ == 0;
+  spec.participants = size_;
+  spec.bytes = w.mapped;
+  spec.reserve = true;  // no SIGBUS later on a full /dev/shm: a clear error now
+  spec.timeout = timeout;
+  w.base = static_cast<uint8_t*>(map_shared_segment(store, spec));
+  {
+    std::lock_guard<std::mutex> lock(windows_mu_);
+    windows_.push_back(w);
+  }
+  windows_allocated_.fetch_add(1, std::memory_order_release);
+  WEFT_LOG_DEBUG("weftMemAlloc: window {} of {} bytes per rank ({} ranks of this node map it)", id, bytes, size_);
+  return w.base + static_cast<size_t>(rank_) * w.stride;
+}
+
+std::vector<ShmDirect::Mapping> ShmDirect::take_windows() {
+  std::lock_guard<std::mutex> lock(windows_mu_);
+  std::vector<Mapping> out;
+  for (auto& w : windows_) out.push_back({w.base, w.mapped, w.base + static_cast<size_t>(rank_) * w.stride});
+  windows_.clear();
+  return out;
+}
+
+bool ShmDirect::free_window(void* p) {
+  std::lock_guard<std::mutex> lock(windows_mu_);
+  for (auto it = windows_.begin(); it != windows_.end(); ++it) {
+    if (p == it->base + static_cast<size_t>(rank_) * it->stride) {
+      munmap(it->base, it->mapped);
+      windows_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+const ShmDirect::Window* ShmDirect::find_window(const void* p, uint64_t bytes, uint64_t& off) const {
+  const auto* q = static_cast<const uint8_t*>(p);
+  for (const auto& w : windows_) {
+    const uint8_t* mine = w.base + static_cast<size_t>(rank_) * w.stride;
+    if (q >= mine && q <= mine + w.bytes && bytes <= static_cast<uint64_t>(mine + w.bytes - q)) {
+      off = static_cast<uint64_t>(q - mine);
+      return &w;
+    }
+  }
+  return nullptr;
 }
 
 ShmDirect::Flag* ShmDirect::flag(int r, uint32_t c) const {
@@ -281,6 +355,91 @@ void ShmDirect::all_reduce_pieces(const CollectiveArgs& a, const void* send, voi
       if (rn) std::memcpy(out + (first + rlo) * es, slot(r, c2, bytes) + rlo * es, rn * es);
     }
   }
+}
+
+namespace {
+// Where a rank's buffers of a window all-reduce are (in its flag's line, round 1).
+struct WindowDesc {
+  uint32_t send_id, recv_id;  // kNoWindow: not a window
+  uint64_t send_off, recv_off;
+};
+static_assert(sizeof(WindowDesc) <= kInlineBytes, "fits the flag's line");
+constexpr uint32_t kNoWindow = ~uint32_t{0};
+constexpr uint64_t kWindowFailed = ~uint64_t{0} - 1;  // round 2's size when a rank could not go on
+constexpr uint64_t kWindowBlockBytes = 32 << 10;      // reduced in L1, then written to every rank
+
+}  // namespace
+
+bool ShmDirect::all_reduce_window(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx) {
+  const uint64_t es = dtype_size(a.dtype), bytes = a.count * es;
+  WindowDesc mine{kNoWindow, kNoWindow, 0, 0};
+  {
+    std::lock_guard<std::mutex> lock(windows_mu_);
+    if (const Window* w = find_window(send, bytes, mine.send_off)) mine.send_id = w->id;
+    if (const Window* w = find_window(recv, bytes, mine.recv_off)) mine.recv_id = w->id;
+  }
+  // Round 1 (call c): say where this rank's buffers are. Line c%2 was last read in call c-2,
+  // which every peer is past once it has posted c-1.
+  const uint32_t c = next_++;
+  for (int r = 0; r < size_; ++r)
+    if (r != rank_) wait_for(r, c - 1, ctx, false);
+  std::memcpy(flag(rank_, c)->inline_data, &mine, sizeof mine);
+  post(c, bytes, ctx);
+  std::vector<WindowDesc> all(static_cast<size_t>(size_));
+  bool windows = true;
+  for (int r = 0; r < size_; ++r) {
+    if (r != rank_) wait_for(r, c, ctx, true, bytes);
+    std::memcpy(&all[static_cast<size_t>(r)], flag(r, c)->inline_data, sizeof(WindowDesc));
+    windows = windows && all[static_cast<size_t>(r)].send_id != kNoWindow && all[static_cast<size_t>(r)].recv_id != kNoWindow;
+  }
+  ++calls_;
+  if (!windows) return false;  // every rank saw the same descriptors: every rank returns false
+  // Every rank's buffers in this rank's view of the windows.
+  std::vector<const uint8_t*> src(static_cast<size_t>(size_));
+  std::vector<uint8_t*> dst(static_cast<size_t>(size_));
+  std::string missing;
+  {
+    std::lock_guard<std::mutex> lock(windows_mu_);
+    auto where = [&](uint32_t id, uint64_t off, int r) -> uint8_t* {
+      for (const auto& w : windows_)
+        if (w.id == id && off <= w.bytes && bytes <= w.bytes - off) return w.base + static_cast<size_t>(r) * w.stride + off;
+      if (missing.empty()) missing = fmt::format("window {} (rank {}'s buffer) is not mapped here (freed on this rank?)", id, r);
+      return nullptr;
+    };
+    for (int r = 0; r < size_; ++r) {
+      src[static_cast<size_t>(r)] = where(all[static_cast<size_t>(r)].send_id, all[static_cast<size_t>(r)].send_off, r);
+      dst[static_cast<size_t>(r)] = where(all[static_cast<size_t>(r)].recv_id, all[static_cast<size_t>(r)].recv_off, r);
+    }
+  }
+  const uint32_t c2 = next_++;
+  if (!missing.empty()) {
+    post(c2, kWindowFailed, ctx);  // the peers fail too instead of waiting for this rank
+    fail(ErrorCode::kInvalidUsage, "{}: {}", ctx.describe(), missing);
+  }
+  // This rank's share, block by block: reduced from every rank's buffer in rank order into a block
+  // that stays in L1, then written to every rank's buffer (in place: each block of every source
+  // is read before it is written).
+  const uint64_t lo = part_offset(a.count, size_, rank_), hi = part_offset(a.count, size_, rank_ + 1);
+  const uint64_t block_el = std::max<uint64_t>(1, kWindowBlockBytes / es);
+  if (block_.size() * sizeof(uint64_t) < kWindowBlockBytes) block_.assign(kWindowBlockBytes / sizeof(uint64_t), 0);
+  auto* tmp = reinterpret_cast<uint8_t*>(block_.data());
+  for (uint64_t first = lo; first < hi; first += block_el) {
+    const uint64_t n = std::min(block_el, hi - first), at = first * es;
+    reduce_into(a.dtype, a.op, tmp, src[0] + at, src[1] + at, n);
+    for (int r = 2; r < size_; ++r) reduce_inplace(a.dtype, a.op, tmp, src[static_cast<size_t>(r)] + at, n);
+    if (a.op == RedOp::kAvg) finish_avg(a.dtype, tmp, n, size_);
+    for (int r = 0; r < size_; ++r) std::memcpy(dst[static_cast<size_t>(r)] + at, tmp, n * es);
+  }
+  // Round 2 (call c+1): this rank's share is in every buffer; once every peer says the same, this
+  // rank's receive buffer is whole and nobody reads its send buffer any more.
+  post(c2, bytes, ctx);
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    wait_for(r, c2, ctx, true, kAnyBytes);
+    if (flag(r, c2)->bytes.load(std::memory_order_relaxed) == kWindowFailed)
+      fail(ErrorCode::kRemoteError, "{}: rank {} could not reach every rank's buffer (a window freed there?)", ctx.describe(), r);
+  }
+  return true;
 }
 
 void ShmDirect::run(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx) {

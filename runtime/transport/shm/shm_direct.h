@@ -13,7 +13,9 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "collectives/collective.h"
 #include "runtime/base/bytes.h"
@@ -57,6 +59,39 @@ class ShmDirect {
   void run(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx);
   uint64_t calls() const { return calls_; }  // calls run here (tests check the path was taken)
 
+  // Node-shared buffers (weftMemAlloc; MPI_Win_allocate_shared in spirit). Collective: every rank
+  // asks for the same `bytes` and gets its own region of one segment that every rank of the node
+  // maps, so an all-reduce whose buffers are such regions on every rank reads the peers' buffers
+  // and writes the results straight into them: no copy through slots, 2 bytes of memory traffic
+  // per byte of buffer instead of 5-6 (docs/ARCHITECTURE.md, "Shared buffers"). Throws weft::Error.
+  void* alloc_window(Store& store, uint64_t bytes, Millis timeout);
+  // Unmaps this rank's view of the segment that holds p (what alloc_window returned); the peers'
+  // views stay valid until they free theirs. False if p is not such a pointer.
+  bool free_window(void* p);
+  // Hands over the mappings of the windows not yet freed (they outlive this path: tensors may
+  // still view them after the communicator is destroyed); the caller unmaps them.
+  struct Mapping {
+    void* base;
+    size_t bytes;
+    void* mine;  // what alloc_window returned
+  };
+  std::vector<Mapping> take_windows();
+  // How many windows this rank has allocated so far: the same on every rank between collective
+  // calls, so the communicator stamps each operation with it when submitted.
+  uint32_t windows_allocated() const { return windows_allocated_.load(std::memory_order_acquire); }
+  // An all-reduce of any size over buffers that may be windows. One round tells every rank where
+  // every rank's buffers are; when all are windows (and the calls match), each rank reduces its
+  // 1/n share from every rank's send buffer, in rank order (the same bits as one round), writes it
+  // into every rank's receive buffer and says so: two waits, no copies. Returns false, having
+  // run nothing else, when some rank's buffers are not windows: every rank then returns false
+  // and runs the schedule instead.
+  // Whether `a` should ask for the shared path first (windows exist, an all-reduce past the
+  // one-round size), rather than run here in one round or in pieces.
+  bool prefers_window(const CollectiveArgs& a, uint32_t windows) const {
+    return windows > 0 && a.kind == CollectiveKind::kAllReduce && a.count * dtype_size(a.dtype) > allreduce_round_bytes_;
+  }
+  bool all_reduce_window(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx);
+
  private:
   struct Flag;
   Flag* flag(int r, uint32_t c) const;  // rank r's line for calls of c's parity
@@ -71,7 +106,22 @@ class ShmDirect {
   // share of it from every slot, publish the share, gather the others' shares.
   void all_reduce_pieces(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx);
 
+  struct Window {
+    uint32_t id = 0;
+    uint8_t* base = nullptr;  // the segment: rank r's region at base + r * stride
+    uint64_t stride = 0;
+    uint64_t bytes = 0;       // what each rank asked for
+    size_t mapped = 0;        // the mapping's length
+  };
+  // The window holding [p, p + bytes) in this rank's region, or nullptr; off: p's offset in it.
+  const Window* find_window(const void* p, uint64_t bytes, uint64_t& off) const;
+
   int rank_, size_;
+  mutable std::mutex windows_mu_;
+  std::vector<Window> windows_;
+  std::atomic<uint32_t> windows_allocated_{0};
+  uint32_t window_calls_ = 0;  // alloc_window calls: each one's store keys and window id
+  std::vector<uint64_t> block_;  // the zero-copy all-reduce's staging block (in L1)
   uint64_t one_round_bytes_;  // the largest call taken in one round
   uint64_t piece_bytes_;      // 0: no larger all-reduces
   uint64_t allreduce_round_bytes_;  // the largest all-reduce taken in one round (above: in pieces)

@@ -24,6 +24,7 @@ struct ShmSegmentSpec {
   int participants = 1;
   size_t bytes = 0;
   Millis timeout{0};
+  bool reserve = false;  // the creator allocates every page now (posix_fallocate): a full /dev/shm fails here, not with SIGBUS later
   std::function<void(void*)> init;  // run by the creator on the fresh (zero) mapping, before the others may use it
 };
 

@@ -1,0 +1,181 @@
+"""weft_torch.DistributedDataParallel: data parallelism whose gradients live in memory every rank
+of the node shares, so that their all-reduce moves no bytes through staging copies.
+
+    model = weft_torch.DistributedDataParallel(model, process_group=weft_group)
+    loss_fn(model(x), y).backward()      # each bucket's all-reduce starts as its gradients are ready
+    optimizer.step()                     # p.grad holds the average over the ranks
+
+What torch's DistributedDataParallel does, for a group of the weft backend, with one difference:
+every parameter's .grad is a view into a bucket allocated with weft_torch.empty_shared
+(weftMemAlloc), so autograd accumulates straight into memory that the other ranks of the node map.
+Each rank then reduces its share of a bucket from every rank's bucket and writes the result into
+all of them; the average is taken inside that pass. PyTorch's reducer instead divides every
+gradient in a pass of its own and hands the bucket to the backend, which copies it through shared
+memory twice (docs/PYTORCH.md, "Weft's DistributedDataParallel"; figures in docs/PERFORMANCE.md,
+"End to end"). Across nodes the buckets are plain memory and the all-reduce takes Weft's usual path.
+
+Like torch's DDP: parameters and buffers are broadcast from rank 0 at construction (buffers again
+before every forward, broadcast_buffers=True); buckets are filled in the reverse order of
+module.parameters() (about the order backward produces them), the first up to 1 MiB, the others
+up to bucket_cap_mb (torch's rule: a bucket closes once it holds at least its cap), and launched in
+that order, each once all its gradients are ready, so every rank launches the same all-reduces in the
+same order; the backward returns once every bucket is reduced; no_sync() skips communication
+(gradients accumulate); a parameter that got no gradient is an error naming it, unless
+find_unused_parameters=True (its gradient, zero after zero_grad(), is averaged like the others).
+"""
+import contextlib
+
+import torch
+import torch.distributed as dist
+
+from . import empty_shared
+
+__all__ = ["DistributedDataParallel"]
+
+
+class _Bucket:
+    __slots__ = ("flat", "params", "offsets", "ready", "pending", "work")
+
+    def __init__(self, flat, params, offsets):
+        self.flat, self.params, self.offsets = flat, params, offsets
+        self.reset()
+
+    def reset(self):
+        self.ready = [False] * len(self.params)
+        self.pending = len(self.params)
+        self.work = None
+
+
+class DistributedDataParallel(torch.nn.Module):
+    def __init__(self, module, process_group=None, bucket_cap_mb=25, broadcast_buffers=True,
+                 find_unused_parameters=False):
+        super().__init__()
+        group = process_group if process_group is not None else dist.distributed_c10d._get_default_group()
+        backend = dist.get_backend(group)
+        if backend != "weft":
+            raise ValueError(f"weft_torch.DistributedDataParallel needs a group of the weft backend (got {backend!r}); "
+                             "for other backends use torch.nn.parallel.DistributedDataParallel")
+        if bucket_cap_mb <= 0:
+            raise ValueError(f"weft_torch.DistributedDataParallel: bucket_cap_mb must be positive (got {bucket_cap_mb})")
+        self.module, self.process_group = module, group
+        self.broadcast_buffers, self.find_unused_parameters = broadcast_buffers, find_unused_parameters
+        self._sync = True
+        seen, params = set(), []
+        for p in module.parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                params.append(p)
+        for p in params:
+            if p.device.type != "cpu" or p.is_sparse:
+                raise ValueError("weft_torch.DistributedDataParallel takes dense CPU parameters "
+                                 f"(got {p.device.type}{', sparse' if p.is_sparse else ''}); use torch's DDP for others")
+        with torch.no_grad():
+            for t in list(module.parameters()) + list(module.buffers()):
+                dist.broadcast(t, 0, group=group)
+        self._names = {id(p): n for n, p in module.named_parameters()}
+        # Buckets as torch's DDP makes them: in reverse order, one dtype each, a bucket closed once it
+        # holds at least its cap; the first cap is 1 MiB (so the first all-reduce starts early),
+        # then bucket_cap_mb.
+        caps = [getattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES", 2**20), int(bucket_cap_mb * 2**20)]
+        groups, cur, cur_bytes = [], [], 0
+        for p in reversed(params):
+            if cur and p.dtype != cur[0].dtype:
+                groups.append(cur)
+                cur, cur_bytes = [], 0
+            cur.append(p)
+            cur_bytes += p.numel() * p.element_size()
+            if cur_bytes >= caps[min(len(groups), 1)]:
+                groups.append(cur)
+                cur, cur_bytes = [], 0
+        if cur:
+            groups.append(cur)
+        self._buckets, self._where = [], {}
+        for gp in groups:
+            total = sum(p.numel() for p in gp)
+            flat = empty_shared(group, total, gp[0].dtype)  # collective: the same sizes on every rank
+            offsets, off = [], 0
+            for p in gp:
+                offsets.append(off)
+                view = flat[off:off + p.numel()].view_as(p)
+                if p.grad is not None:
+                    view.copy_(p.grad)
+                p.grad = view
+                self._where[id(p)] = (len(self._buckets), len(offsets) - 1)
+                off += p.numel()
+            self._buckets.append(_Bucket(flat, gp, offsets))
+        # A hook on each parameter's gradient accumulator runs once its .grad is final for this backward.
+        self._accumulators = []
+        for p in params:
+            acc = p.expand_as(p).grad_fn.next_functions[0][0]
+            acc.register_hook(self._make_hook(p))
+            self._accumulators.append(acc)
+        self._next_launch = 0
+        self._armed = self._queued = False
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Gradients accumulate locally inside; the first backward after it averages the sum."""
+        old, self._sync = self._sync, False
+        try:
+            yield
+        finally:
+            self._sync = old
+
+    def forward(self, *args, **kwargs):
+        if self.broadcast_buffers:
+            with torch.no_grad():
+                for b in self.module.buffers():
+                    dist.broadcast(b, 0, group=self.process_group)
+        if torch.is_grad_enabled() and self._sync:
+            for b in self._buckets:
+                b.reset()
+            self._next_launch = 0
+            self._armed, self._queued = True, False
+        return self.module(*args, **kwargs)
+
+    def _make_hook(self, p):
+        def hook(*_):
+            if not self._armed:
+                return
+            bi, pi = self._where[id(p)]
+            b = self._buckets[bi]
+            view = b.flat[b.offsets[pi]:b.offsets[pi] + p.numel()].view_as(p)
+            if p.grad is None or p.grad.data_ptr() != view.data_ptr():
+                # zero_grad(set_to_none=True) or a replaced .grad: back into the bucket.
+                if p.grad is not None:
+                    view.copy_(p.grad)
+                p.grad = view
+            if not self._queued:  # the first gradient of this backward: wait for all at its end
+                self._queued = True
+                torch.autograd.Variable._execution_engine.queue_callback(self._finish)
+            if not b.ready[pi]:
+                b.ready[pi] = True
+                b.pending -= 1
+                self._launch_ready()
+        return hook
+
+    def _launch(self, b):
+        b.work = dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self.process_group, async_op=True)
+
+    def _launch_ready(self):
+        while self._next_launch < len(self._buckets) and self._buckets[self._next_launch].pending == 0:
+            self._launch(self._buckets[self._next_launch])
+            self._next_launch += 1
+
+    def _finish(self):
+        """The end of the backward: every bucket launched (or an error naming what got no
+        gradient), then waited for."""
+        self._armed = False
+        if self._next_launch < len(self._buckets) and not self.find_unused_parameters:
+            missing = [self._names.get(id(p), "?") for b in self._buckets for p, r in zip(b.params, b.ready) if not r]
+            # Wait for what was launched before failing, so no all-reduce still reads the buckets.
+            for b in self._buckets[:self._next_launch]:
+                b.work.wait()
+            raise RuntimeError("weft_torch.DistributedDataParallel: these parameters got no "
+                               f"gradient in this backward: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}; "
+                               "pass find_unused_parameters=True if the model does not use every parameter in every step")
+        while self._next_launch < len(self._buckets):
+            self._launch(self._buckets[self._next_launch])
+            self._next_launch += 1
+        for b in self._buckets:
+            b.work.wait()
