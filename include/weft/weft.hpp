@@ -131,6 +131,14 @@ class Comm {
     detail::check(weftCommShrink(c_, exclude.empty() ? nullptr : exclude.data(), static_cast<int>(exclude.size()), &n), c_);
     return Comm(n);
   }
+  // weftMemAlloc (collective, the same size on every rank) and weftMemFree: buffers in memory every
+  // rank of the node maps; all-reduces on them run without copies.
+  void* mem_alloc(size_t bytes) const {
+    void* p = nullptr;
+    detail::check(weftMemAlloc(c_, bytes, &p), c_);
+    return p;
+  }
+  void mem_free(void* p) const { detail::check(weftMemFree(c_, p), c_); }
   // weftCommGetFailedRanks: the ranks known to have died, ascending.
   std::vector<int> failed_ranks() const {
     std::vector<int> ranks(static_cast<size_t>(size()));

@@ -131,6 +131,21 @@ int check(weft::Comm& comm) {
       std::printf("rank %d: weftMemFree: freeing once must work, twice must not\n", r);
       return 1;
     }
+    // The C++ wrapper: a zero-filled buffer, freed; a second free throws.
+    auto* q = static_cast<double*>(comm.mem_alloc(4099 * sizeof(double)));
+    bool zero = true;
+    for (size_t i = 0; i < 4099; ++i) zero = zero && q[i] == 0.0;
+    comm.mem_free(q);
+    bool threw = false;
+    try {
+      comm.mem_free(q);
+    } catch (const weft::Error&) {
+      threw = true;
+    }
+    if (!zero || !threw) {
+      std::printf("rank %d: Comm::mem_alloc: %s\n", r, !zero ? "not zero-filled" : "a second mem_free did not throw");
+      return 1;
+    }
   }
   comm.barrier();
   std::printf("rank %d: OK %d ranks\n", r, n);
