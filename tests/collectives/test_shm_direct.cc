@@ -192,8 +192,8 @@ TEST_P(ShmWindows, EveryTypeAndOpMatchesTheReference) {
           const bool plain = i % 7 == 3 && comm.rank() == n - 1;
           uint8_t* s = plain ? b.s.data() : ws + at;
           uint8_t* r = plain ? b.r.data() : wr + at;
-          if (!plain) {
-            std::memcpy(s, b.s.data(), b.s.size());
+          if (!plain) {  // (in place, b.s is empty)
+            if (!b.s.empty()) std::memcpy(s, b.s.data(), b.s.size());
             std::memcpy(r, b.r.data(), b.r.size());
           }
           const size_t G = RankBuffers::kGuard;
@@ -201,7 +201,7 @@ TEST_P(ShmWindows, EveryTypeAndOpMatchesTheReference) {
           comm.submit(CollectiveArgs{c.kind, c.count, c.dt, c.op, c.root, false}, send, r + G);
           const std::string algo = comm.last_algorithm();
           if (!plain) {
-            std::memcpy(b.s.data(), s, b.s.size());
+            if (!b.s.empty()) std::memcpy(b.s.data(), s, b.s.size());
             std::memcpy(b.r.data(), r, b.r.size());
           }
           const bool shared = c.count * dtype_size(c.dt) > 16 && i % 7 != 3;
