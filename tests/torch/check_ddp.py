@@ -162,6 +162,9 @@ m(torch.full((2, 8), float(rank))).sum().backward()
 want = torch.full((4, 8), sum(range(size)) * 2 / size)  # d(sum)/d(weight) = the batch's column sums, averaged
 if not torch.allclose(m.module.used.weight.grad, want) or m.module.spare.weight.grad.abs().max() != 0:
     failures.append(f"find_unused_parameters=True: gradients {m.module.used.weight.grad[0]} (expected {want[0]})")
+# torch's keyword arguments are accepted (the same call works for both classes).
+weft_torch.DistributedDataParallel(Unused(), device_ids=None, process_group=weft, bucket_cap_mb=1,
+                                   gradient_as_bucket_view=True, static_graph=False, find_unused_parameters=True)
 try:
     weft_torch.DistributedDataParallel(Unused(), process_group=gloo)
     failures.append("a gloo group was accepted")

@@ -47,9 +47,17 @@ class _Bucket:
 
 
 class DistributedDataParallel(torch.nn.Module):
-    def __init__(self, module, process_group=None, bucket_cap_mb=25, broadcast_buffers=True,
-                 find_unused_parameters=False):
+    def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
+                 process_group=None, bucket_cap_mb=25, find_unused_parameters=False, check_reduction=False,
+                 gradient_as_bucket_view=True, static_graph=False):
         super().__init__()
+        # torch's signature, so that code written for it runs unchanged; the gradients are always in
+        # the buckets (gradient_as_bucket_view), and static_graph / check_reduction change nothing here.
+        if device_ids or output_device is not None:
+            raise ValueError("weft_torch.DistributedDataParallel takes CPU modules: device_ids and output_device "
+                             f"must be None (got {device_ids}, {output_device})")
+        if dim != 0:
+            raise ValueError(f"weft_torch.DistributedDataParallel: dim must be 0 (got {dim})")
         group = process_group if process_group is not None else dist.distributed_c10d._get_default_group()
         backend = dist.get_backend(group)
         if backend != "weft":
