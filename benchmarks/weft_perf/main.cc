@@ -47,6 +47,7 @@ struct Opts {
   double factor = 0;
   int iters = 20, warmup = 5, check = 1, root = 0, average = 1, blocking = 0, threads = 0;
   bool ceiling = false;
+  bool shared = false;
 };
 
 struct Bench {
@@ -258,6 +259,8 @@ int main(int argc, char** argv) {
                  "(weftCommSetAlgorithm), so that they are compared under the same conditions");
   app.add_option("--csv", o.csv, "write CSV to this file ('-': stdout, instead of the table)");
   app.add_option("--json", o.json, "write JSON to this file ('-': stdout, instead of the table)");
+  app.add_flag("--shared", o.shared,
+               "buffers from weftMemAlloc (node-shared memory: all-reduces on them run without copies) instead of malloc");
   app.add_flag("--ceiling", o.ceiling, "measure this machine's copy / a+=b bandwidth and the all-reduce bound; no Weft");
   app.add_option("--threads", o.threads, "--ceiling: threads (= ranks) for the aggregate figures (default 2)");
   CLI11_PARSE(app, argc, argv);
@@ -315,8 +318,17 @@ int main(int argc, char** argv) {
   for (auto& s : sizes) max_bytes = std::max(max_bytes, s.bytes);
   max_bytes = (max_bytes + 63) / 64 * 64;
   // Allocated once at the largest size and touched now, so no call pays for first-touch faults.
-  b.send_base = static_cast<unsigned char*>(std::aligned_alloc(4096, (max_bytes + 2 * kGuard + 4095) / 4096 * 4096));
-  b.recv_base = static_cast<unsigned char*>(std::aligned_alloc(4096, (max_bytes + 2 * kGuard + 4095) / 4096 * 4096));
+  const size_t alloc_bytes = (max_bytes + 2 * kGuard + 4095) / 4096 * 4096;
+  if (o.shared) {  // collective: every rank the same size
+    void *sp = nullptr, *rp = nullptr;
+    WCHECK(weftMemAlloc(b.comm, alloc_bytes, &sp));
+    WCHECK(weftMemAlloc(b.comm, alloc_bytes, &rp));
+    b.send_base = static_cast<unsigned char*>(sp);
+    b.recv_base = static_cast<unsigned char*>(rp);
+  } else {
+    b.send_base = static_cast<unsigned char*>(std::aligned_alloc(4096, alloc_bytes));
+    b.recv_base = static_cast<unsigned char*>(std::aligned_alloc(4096, alloc_bytes));
+  }
   if (!b.send_base || !b.recv_base) return std::fprintf(stderr, "weft-perf: out of memory\n"), 2;
   std::memset(b.send_base, 0, max_bytes + 2 * kGuard);
   std::memset(b.recv_base, 0, max_bytes + 2 * kGuard);
@@ -356,8 +368,14 @@ int main(int argc, char** argv) {
   }
   if (progress) std::fprintf(stderr, "\r%60s\r", "");
   if (b.rank == 0) rep.footer(b.oob, bw_n ? bw_sum / bw_n : 0);
+  if (o.shared) {
+    WCHECK(weftMemFree(b.comm, b.send_base));
+    WCHECK(weftMemFree(b.comm, b.recv_base));
+  }
   WCHECK(weftCommDestroy(b.comm));
-  std::free(b.send_base);
-  std::free(b.recv_base);
+  if (!o.shared) {
+    std::free(b.send_base);
+    std::free(b.recv_base);
+  }
   return b.failed ? 1 : 0;
 }

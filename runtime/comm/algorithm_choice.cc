@@ -71,6 +71,7 @@ std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string&
   const uint64_t bytes = a.count * dtype_size(a.dtype) * per;
   std::string why;
   if (c == "direct") why = "the shared-memory latency path (every rank on this node, at most WEFT_DIRECT_BYTES)";
+  else if (c == "shared") why = "every rank's buffers are weftMemAlloc memory: each rank reduces its share from all of them, no copies";
   else if (!algo_id.empty() && c == algo_id) why = fmt::format("forced by WEFT_ALGO / weftCommSetAlgorithm ('{}')", algo_id);
   else if (modelled && m_.num_nodes > 1) why = "the cost model's fastest across nodes (weft-topo plan)";
   else why = fmt::format("the measured crossover for {} ranks on {} node(s) (docs/ALGORITHMS.md)", m_.size, m_.num_nodes);

@@ -8,6 +8,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <algorithm>
 #include <climits>
 #include <cstring>
@@ -368,6 +372,34 @@ constexpr uint32_t kNoWindow = ~uint32_t{0};
 constexpr uint64_t kWindowFailed = ~uint64_t{0} - 1;  // round 2's size when a rank could not go on
 constexpr uint64_t kWindowBlockBytes = 32 << 10;      // reduced in L1, then written to every rank
 
+// Copies n bytes with non-temporal stores where dst is 16-byte aligned (the unaligned head and the
+// tail by memcpy). For an out-of-place all-reduce on windows: the receive buffers' lines are not
+// in cache, and plain stores would first read each of them from memory (read for ownership). In
+// place the lines were just read and are in cache, and plain stores are faster (9.2-10.0 against
+// 11.4-12.2 ms per 100 MB with streaming stores). The caller fences before it posts.
+void copy_streaming(uint8_t* dst, const uint8_t* src, size_t n) {
+#if defined(__SSE2__)
+  const size_t head = std::min(n, static_cast<size_t>((16 - (reinterpret_cast<uintptr_t>(dst) & 15)) & 15));
+  std::memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  n -= head;
+  const size_t body = n & ~size_t{63};
+  for (size_t i = 0; i < body; i += 64) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i + 48), d);
+  }
+  std::memcpy(dst + body, src + body, n - body);
+#else
+  std::memcpy(dst, src, n);
+#endif
+}
 }  // namespace
 
 bool ShmDirect::all_reduce_window(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx) {
@@ -428,8 +460,15 @@ bool ShmDirect::all_reduce_window(const CollectiveArgs& a, const void* send, voi
     reduce_into(a.dtype, a.op, tmp, src[0] + at, src[1] + at, n);
     for (int r = 2; r < size_; ++r) reduce_inplace(a.dtype, a.op, tmp, src[static_cast<size_t>(r)] + at, n);
     if (a.op == RedOp::kAvg) finish_avg(a.dtype, tmp, n, size_);
-    for (int r = 0; r < size_; ++r) std::memcpy(dst[static_cast<size_t>(r)] + at, tmp, n * es);
+    for (int r = 0; r < size_; ++r) {
+      const size_t q = static_cast<size_t>(r);
+      if (dst[q] == src[q]) std::memcpy(dst[q] + at, tmp, n * es);
+      else copy_streaming(dst[q] + at, tmp, n * es);
+    }
   }
+#if defined(__SSE2__)
+  _mm_sfence();  // the streaming stores are weakly ordered: before the post that publishes them
+#endif
   // Round 2 (call c+1): this rank's share is in every buffer; once every peer says the same, this
   // rank's receive buffer is whole and nobody reads its send buffer any more.
   post(c2, bytes, ctx);
