@@ -141,6 +141,49 @@ if not any(o.get("algorithm") == "shared" for o in ops):
     failures.append("weft_torch.DistributedDataParallel: no all-reduce took the shared path")
 
 
+
+class Shuffled(nn.Module):
+    """Parameters declared in another order than the one backward produces their gradients in."""
+
+    def __init__(self, seed):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.c, self.a, self.b = nn.Linear(512, 10), nn.Linear(32, 512), nn.Linear(512, 512)
+
+    def forward(self, x):
+        return self.c(torch.relu(self.b(torch.relu(self.a(x)))))
+
+
+def train_shuffled(group, wrap):
+    model = wrap(Shuffled(seed=rank), process_group=group, bucket_cap_mb=0.01)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    orders = []
+    for x, y in batches(rank, 4):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        orders.append(getattr(model, "bucket_order", None))
+    return torch.cat([p.detach().flatten() for p in model.parameters()]), orders
+
+
+# Buckets rebuilt in the order gradients became ready (as torch's DDP does after its first step):
+# declared c, a, b, so the first buckets hold b (reverse declaration order); backward produces c's
+# gradients first, then b's, then a's.
+pr, orders = train_shuffled(weft, weft_torch.DistributedDataParallel)
+prg, _ = train_shuffled(gloo, DDP)
+first = [set(b) for b in orders[0]]
+rebuilt = [set(b) for b in orders[1]]
+if not ({"b.weight", "b.bias"} <= first[0] and {"c.weight", "c.bias"} <= rebuilt[0]
+        and rebuilt[-1] == {"a.weight", "a.bias"} and orders[1] == orders[3]):
+    failures.append(f"buckets not rebuilt in the order gradients became ready: {orders[0]} then {orders[1]}, {orders[3]}")
+if not torch.allclose(pr, prg, rtol=1e-4, atol=1e-5):
+    failures.append(f"rebuilt buckets: parameters differ from gloo DDP's by up to {(pr - prg).abs().max().item():.3g}")
+ref = pr.clone()
+dist.broadcast(ref, 0, group=gloo)
+if not torch.equal(ref, pr):
+    failures.append(f"rebuilt buckets: replicas differ from rank 0's by {(ref - pr).abs().max().item():.3g}")
+
+
 class Unused(nn.Module):
     def __init__(self):
         super().__init__()

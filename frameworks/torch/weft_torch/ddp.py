@@ -17,9 +17,10 @@ memory twice (docs/PYTORCH.md, "Weft's DistributedDataParallel"; figures in docs
 Like torch's DDP: parameters and buffers are broadcast from rank 0 at construction (buffers again
 before every forward, broadcast_buffers=True); buckets are filled in the reverse order of
 module.parameters() (about the order backward produces them), the first up to 1 MiB, the others
-up to bucket_cap_mb (torch's rule: a bucket closes once it holds at least its cap), and launched in
-that order, each once all its gradients are ready, so every rank launches the same all-reduces in the
-same order; the backward returns once every bucket is reduced; no_sync() skips communication
+up to bucket_cap_mb (torch's rule: a bucket closes once it holds at least its cap), and rebuilt
+once, at the forward after the first backward, in the order rank 0's gradients became ready then
+(unless find_unused_parameters=True, as torch); they are launched in order, each once all its
+gradients are ready, so every rank launches the same all-reduces in the same order; the backward returns once every bucket is reduced; no_sync() skips communication
 (gradients accumulate); a parameter that got no gradient is an error naming it, unless
 find_unused_parameters=True (its gradient, zero after zero_grad(), is averaged like the others).
 """
@@ -81,12 +82,31 @@ class DistributedDataParallel(torch.nn.Module):
             for t in list(module.parameters()) + list(module.buffers()):
                 dist.broadcast(t, 0, group=group)
         self._names = {id(p): n for n, p in module.named_parameters()}
-        # Buckets as torch's DDP makes them: in reverse order, one dtype each, a bucket closed once it
-        # holds at least its cap; the first cap is 1 MiB (so the first all-reduce starts early),
-        # then bucket_cap_mb.
-        caps = [getattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES", 2**20), int(bucket_cap_mb * 2**20)]
+        self._params, self._bucket_cap = params, int(bucket_cap_mb * 2**20)
+        self._buckets, self._where = [], {}
+        self._build_buckets(list(reversed(params)))
+        # As torch's DDP (static graph, or no unused parameters): the first backward records the
+        # order in which gradients became ready, and the next forward rebuilds the buckets in that
+        # order (rank 0's, broadcast), so that each bucket launches as soon as it can.
+        self._ready_order = []
+        self._rebuild_pending = not find_unused_parameters
+        # A hook on each parameter's gradient accumulator runs once its .grad is final for this backward.
+        self._accumulators = []
+        for p in params:
+            acc = p.expand_as(p).grad_fn.next_functions[0][0]
+            acc.register_hook(self._make_hook(p))
+            self._accumulators.append(acc)
+        self._next_launch = 0
+        self._armed = self._queued = False
+
+    def _build_buckets(self, order):
+        """Buckets as torch's DDP makes them, over `order` (the parameters in the order their
+        gradients are expected): one dtype each, a bucket closed once it holds at least its cap;
+        the first cap is 1 MiB (so the first all-reduce starts early), then bucket_cap_mb. Every
+        .grad becomes a view into its bucket (its value, if any, copied in). Collective."""
+        caps = [getattr(dist, "_DEFAULT_FIRST_BUCKET_BYTES", 2**20), self._bucket_cap]
         groups, cur, cur_bytes = [], [], 0
-        for p in reversed(params):
+        for p in order:
             if cur and p.dtype != cur[0].dtype:
                 groups.append(cur)
                 cur, cur_bytes = [], 0
@@ -97,10 +117,10 @@ class DistributedDataParallel(torch.nn.Module):
                 cur, cur_bytes = [], 0
         if cur:
             groups.append(cur)
-        self._buckets, self._where = [], {}
+        buckets, where = [], {}
         for gp in groups:
             total = sum(p.numel() for p in gp)
-            flat = empty_shared(group, total, gp[0].dtype)  # collective: the same sizes on every rank
+            flat = empty_shared(self.process_group, total, gp[0].dtype)  # collective: the same sizes on every rank
             offsets, off = [], 0
             for p in gp:
                 offsets.append(off)
@@ -108,17 +128,28 @@ class DistributedDataParallel(torch.nn.Module):
                 if p.grad is not None:
                     view.copy_(p.grad)
                 p.grad = view
-                self._where[id(p)] = (len(self._buckets), len(offsets) - 1)
+                where[id(p)] = (len(buckets), len(offsets) - 1)
                 off += p.numel()
-            self._buckets.append(_Bucket(flat, gp, offsets))
-        # A hook on each parameter's gradient accumulator runs once its .grad is final for this backward.
-        self._accumulators = []
-        for p in params:
-            acc = p.expand_as(p).grad_fn.next_functions[0][0]
-            acc.register_hook(self._make_hook(p))
-            self._accumulators.append(acc)
-        self._next_launch = 0
-        self._armed = self._queued = False
+            buckets.append(_Bucket(flat, gp, offsets))
+        self._buckets, self._where = buckets, where
+
+    def _rebuild_buckets(self):
+        """Once, at the forward after the first backward that reduced every gradient: buckets in
+        the order rank 0's gradients became ready (torch's DDP does the same)."""
+        self._rebuild_pending = False
+        index = {id(p): i for i, p in enumerate(self._params)}
+        order = torch.tensor([index[id(p)] for p in self._ready_order], dtype=torch.int64)
+        self._ready_order = []
+        dist.broadcast(order, 0, group=self.process_group)
+        new = [self._params[i] for i in order.tolist()]
+        current = [p for b in self._buckets for p in b.params]
+        if [id(p) for p in new] != [id(p) for p in current]:
+            self._build_buckets(new)
+
+    @property
+    def bucket_order(self):
+        """The parameter names of each bucket, in launch order (for inspection and tests)."""
+        return [[self._names.get(id(p), "?") for p in b.params] for b in self._buckets]
 
     @contextlib.contextmanager
     def no_sync(self):
@@ -135,6 +166,11 @@ class DistributedDataParallel(torch.nn.Module):
                 for b in self.module.buffers():
                     dist.broadcast(b, 0, group=self.process_group)
         if torch.is_grad_enabled() and self._sync:
+            if self._rebuild_pending:
+                if len(self._ready_order) == len(self._params):  # the last backward reduced them all
+                    self._rebuild_buckets()
+                else:
+                    self._ready_order = []
             for b in self._buckets:
                 b.reset()
             self._next_launch = 0
@@ -159,6 +195,8 @@ class DistributedDataParallel(torch.nn.Module):
             if not b.ready[pi]:
                 b.ready[pi] = True
                 b.pending -= 1
+                if self._rebuild_pending:
+                    self._ready_order.append(p)
                 self._launch_ready()
         return hook
 
