@@ -52,6 +52,7 @@ struct Flow {
   bool arrived = false;
   double remaining = 0, rate = 0, last = 0;  // bytes, bytes per us, us
   uint32_t version = 0;
+  double weight = 1;  // its connection's messages queued (itself included): its share of a link
   bool active = false;
   std::vector<int> route;
 };
@@ -70,7 +71,7 @@ class Simulation {
  public:
   Simulation(Steps& s, const topo::NetGraph& g, const EventSimOptions& o)
       : s_(s), g_(g), o_(o), on_edge_(g.edges().size()), edge_bytes_(g.edges().size(), 0.0),
-        stamp_(0), edge_mark_(g.edges().size(), 0), residual_(g.edges().size(), 0.0), unfixed_(g.edges().size(), 0),
+        stamp_(0), edge_mark_(g.edges().size(), 0), residual_(g.edges().size(), 0.0), unfixed_w_(g.edges().size(), 0.0),
         busy_(g.ranks(), 0.0) {}
 
   EventSimResult run() {
@@ -172,7 +173,19 @@ class Simulation {
     if (fl.remaining <= 0) return end_flow(f);
     auto& q = connections_[connection(f)];
     q.push_back(f);
-    if (q.size() == 1) start_flow(f);
+    if (q.size() == 1) return start_flow(f);
+    Flow& front = flows_[q.front()];
+    if (!backlog_shares(f)) return;
+    front.weight = static_cast<double>(q.size());
+    reshare(front.route, ~0ull);
+  }
+
+  // fabric.queues "fifo": a connection between nodes takes a link in proportion to the messages
+  // queued on it (TCP through a FIFO queue gives each connection the share of the queue it
+  // fills); otherwise, and inside a node, every connection an equal share.
+  bool backlog_shares(uint64_t f) const {
+    const uint64_t send = flows_[f].send;
+    return g_.fifo_queues() && g_.node_of_vertex(s_.owner[send]) != g_.node_of_vertex(s_.peer[send]);
   }
 
   uint64_t connection(uint64_t f) const {
@@ -187,6 +200,7 @@ class Simulation {
     fl.active = true;
     fl.last = now_;
     fl.rate = 0;
+    fl.weight = backlog_shares(f) ? static_cast<double>(connections_[connection(f)].size()) : 1.0;
     for (int e : fl.route) {
       on_edge_[e].push_back(f);
       edge_bytes_[e] += fl.remaining;
@@ -239,14 +253,18 @@ class Simulation {
         for (int x : flows_[f].route)
           if (edge_mark_[x] != stamp_) edge_mark_[x] = stamp_, comp_edges_.push_back(x);
       }
-    // A flow outside keeps its rate, cut to the link's equal share if it had more (so that the
-    // link is never oversubscribed and the flows inside get at least their equal shares).
+    // A flow outside keeps its rate, cut to the link's weighted share if it had more (so that
+    // the link is never oversubscribed and the flows inside get at least their shares).
     for (int e : comp_edges_) {
-      const double cap = g_.edges()[e].gbs * 1e3, fair = cap / static_cast<double>(on_edge_[e].size());
-      residual_[e] = cap, unfixed_[e] = 0;
+      double weights = 0;
+      for (uint64_t f : on_edge_[e])
+        if (f != skip) weights += flows_[f].weight;
+      const double cap = g_.edges()[e].gbs * 1e3;
+      residual_[e] = cap, unfixed_w_[e] = 0;
       for (uint64_t f : on_edge_[e]) {
         if (mark_[f] == stamp_ || f == skip) continue;
         Flow& fl = flows_[f];
+        const double fair = cap * fl.weight / weights;
         if (fl.rate > fair) {
           fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now_ - fl.last));
           fl.last = now_, fl.rate = fair, ++fl.version;
@@ -260,25 +278,25 @@ class Simulation {
       fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now_ - fl.last));
       fl.last = now_;
       fl.rate = -1;
-      for (int x : fl.route) ++unfixed_[x];
+      for (int x : fl.route) unfixed_w_[x] += fl.weight;
     }
-    // Water-filling: the link with the smallest fair share fixes its flows at that share.
+    // Water-filling: the link with the smallest share per unit of weight fixes its flows there.
     size_t left = comp_flows_.size();
     while (left > 0) {
       int best = -1;
       double share = 0;
       for (int e : comp_edges_)
-        if (unfixed_[e] > 0) {
-          const double s = std::max(0.0, residual_[e]) / unfixed_[e];
+        if (unfixed_w_[e] > 1e-12) {
+          const double s = std::max(0.0, residual_[e]) / unfixed_w_[e];
           if (best < 0 || s < share) best = e, share = s;
         }
       if (best < 0) break;
       for (uint64_t f : on_edge_[best]) {
         Flow& fl = flows_[f];
         if (f == skip || fl.rate >= 0) continue;
-        fl.rate = share;
+        fl.rate = share * fl.weight;
         --left;
-        for (int x : fl.route) residual_[x] -= share, --unfixed_[x];
+        for (int x : fl.route) residual_[x] -= fl.rate, unfixed_w_[x] -= fl.weight;
       }
     }
     for (uint64_t f : comp_flows_) {
@@ -306,7 +324,7 @@ class Simulation {
   std::vector<uint32_t> mark_;  // per flow: the reshare round that last updated it
   std::vector<uint32_t> edge_mark_;  // per edge: likewise
   std::vector<double> residual_;     // per edge, during a reshare: capacity not yet given out
-  std::vector<int> unfixed_;         // per edge, during a reshare: its flows without a rate yet
+  std::vector<double> unfixed_w_;    // per edge, during a reshare: the weight of its flows without a rate yet
   std::vector<uint64_t> comp_flows_;
   std::vector<int> comp_edges_;
   std::vector<double> busy_;

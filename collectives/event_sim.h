@@ -7,7 +7,13 @@
 // its max-min fair share (water-filling over the messages on the links it crosses and the links
 // those cross; every start and end of a message re-shares them), and the messages from one
 // rank to another move one after the other, as over one connection (Weft's transports keep a
-// queue per peer); reductions and copies take bytes / compute_gbs on their rank, one at a time.
+// queue per peer). Where the cost model's fabric.queues is "fifo" (TCP, as on the emulated
+// cluster), the share is weighted: a connection between nodes weighs as many messages as it has
+// queued, as a FIFO queue serves each connection in proportion to what it put there (the 4x1
+// tree, whose two trees queue slices on the connections of its busiest links, played 1.18x its
+// measured time with equal shares and 1.00x with these); "fair" (default) keeps every
+// connection's share equal, as credit-based fabrics arbitrate. Reductions and copies take
+// bytes / compute_gbs on their rank, one at a time.
 // The time of the collective is the moment the last step of any rank ends.
 //
 // This is the second level of weft-sim's model (the first is the planner's closed form,

@@ -75,9 +75,13 @@ void apply_fabric(NetFabric& f, const nlohmann::json& v) {
       } else {
         fail(ErrorCode::kInvalidArgument, "cost model: fabric.links must be a string (\"0-1:1gbit,...\") or an array");
       }
+    } else if (key == "queues") {
+      if (!x.is_string() || (x.get<std::string>() != "fair" && x.get<std::string>() != "fifo"))
+        fail(ErrorCode::kInvalidArgument, "cost model: fabric.queues must be \"fair\" or \"fifo\"");
+      f.fifo_queues = x.get<std::string>() == "fifo";
     } else {
       fail(ErrorCode::kInvalidArgument, "cost model: unknown fabric key '{}' (leaf_nodes, rail_optimized, "
-           "oversubscription, links)", key);
+           "oversubscription, links, queues)", key);
     }
   }
 }
@@ -194,14 +198,15 @@ nlohmann::json CostModel::to_json() const {
     j["classes"][path_class_name(static_cast<PathClass>(i))] = {{"alpha_us", classes[i].alpha_us}, {"gbs", classes[i].gbs}};
   j["net"] = {{"alpha_us", net.alpha_us}, {"gbs", net.gbs}};
   j["host"] = {{"msg_cpu_us", host.msg_cpu_us}, {"ranks", host.ranks}, {"cores", host.cores}};
-  if (fabric.active()) {
+  if (fabric.active() || fabric.fifo_queues) {
     nlohmann::json links = nlohmann::json::array();
     for (const NodeLink& l : fabric.links) {
       links.push_back({{"nodes", {l.a, l.b}}, {"gbs", l.gbs}});
       if (l.alpha_us >= 0) links.back()["alpha_us"] = l.alpha_us;
     }
     j["fabric"] = {{"leaf_nodes", fabric.leaf_nodes}, {"rail_optimized", fabric.rail_optimized},
-                   {"oversubscription", fabric.oversubscription}, {"links", links}};
+                   {"oversubscription", fabric.oversubscription}, {"links", links},
+                   {"queues", fabric.fifo_queues ? "fifo" : "fair"}};
   }
   return j;
 }

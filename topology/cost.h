@@ -54,13 +54,20 @@ struct NodeLink {
 // whose uplinks carry the leaf's NIC bandwidth divided by `oversubscription`. A mesh (`links`):
 // no switch at all, direct links of their own rate between node pairs, traffic between nodes
 // without a link routed over the fewest links (then the widest path).
+// How the links between nodes share themselves among the connections that cross them, for
+// weft-sim's event level (collectives/event_sim.h): "fair" (default), each connection an equal
+// share, as credit-based fabrics (InfiniBand, NVLink) arbitrate; "fifo", each connection in
+// proportion to the messages it has queued, as TCP through a link's FIFO queue (the emulated
+// cluster: scripts/netns-cluster).
 // JSON: "fabric": {"leaf_nodes": 32, "rail_optimized": true, "oversubscription": 2,
-//                  "links": "0-1:1gbit,1-2:1gbit,0-2:250mbit"  (or [{"nodes": [0, 1], "gbs": 0.125}])}
+//                  "links": "0-1:1gbit,1-2:1gbit,0-2:250mbit"  (or [{"nodes": [0, 1], "gbs": 0.125}]),
+//                  "queues": "fair" | "fifo"}
 struct NetFabric {
   int leaf_nodes = 0;
   bool rail_optimized = false;
   double oversubscription = 1;
   std::vector<NodeLink> links;
+  bool fifo_queues = false;
   bool leaves() const { return leaf_nodes > 0; }
   bool mesh() const { return !links.empty(); }
   bool active() const { return leaves() || mesh(); }

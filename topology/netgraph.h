@@ -45,6 +45,9 @@ class NetGraph {
   // The node a vertex belongs to (a rank, its node's hub, NVSwitch, router or NICs); -1 for the
   // switches between nodes.
   int node_of_vertex(int v) const { return node_of_vertex_.at(v); }
+  // The cost model's fabric.queues: links between nodes shared in proportion to each connection's
+  // queued messages ("fifo") rather than equally ("fair").
+  bool fifo_queues() const { return model_.fabric.fifo_queues; }
 
  private:
   int add_vertex(std::string name, int node = -1);

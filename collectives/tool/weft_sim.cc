@@ -41,6 +41,7 @@ struct FabricSpec {
   double nvswitch_gbs = 0;   // 0: the file's GPU links
   double alpha_us = -1;      // < 0: the cost model's
   topo::NetFabric fabric;
+  bool queues_set = false;
   std::string text;
 };
 
@@ -67,9 +68,13 @@ void set_fabric_key(FabricSpec& f, const std::string& key, const std::string& v)
   else if (key == "alpha") f.alpha_us = as_number(key, v, 0);
   else if (key == "nvswitch") f.nvswitch_gbs = as_number(key, v, 1e-9);
   else if (key == "links") f.fabric.links = topo::parse_node_links(v);
-  else
-    fail(ErrorCode::kInvalidArgument, "fabric: unknown key '{}' (nics, rate, rail, oversub, leaf, alpha, nvswitch, links)",
-         key);
+  else if (key == "queues") {
+    if (v != "fifo" && v != "fair") fail(ErrorCode::kInvalidArgument, "fabric: queues={} (want fifo or fair)", v);
+    f.fabric.fifo_queues = v == "fifo";
+    f.queues_set = true;
+  } else
+    fail(ErrorCode::kInvalidArgument,
+         "fabric: unknown key '{}' (nics, rate, rail, oversub, leaf, alpha, nvswitch, links, queues)", key);
   if (f.nics > 1024) fail(ErrorCode::kInvalidArgument, "fabric: nics={} is too many", f.nics);
 }
 
@@ -108,6 +113,7 @@ Setup make_setup(topo::NodeSummary node, const FabricSpec& f, topo::CostModel mo
   else if (f.rate_gbs > 0) topo::set_nic_speed(node, f.rate_gbs);
   if (f.alpha_us >= 0) model.net.alpha_us = f.alpha_us;
   if (f.fabric.active()) model.fabric = f.fabric;  // else the cost model's own (--cost-model)
+  if (f.queues_set) model.fabric.fifo_queues = f.fabric.fifo_queues;
   // A GPU's own NIC sits on a PCIe switch built for it (GPUDirect at the NIC's rate): the cost
   // model's generic switch figures (20 and 18 GB/s) would cap a 400 Gbit/s NIC at PCIe 3 speed.
   // A path whose PCIe links the file gives stays capped by them.
@@ -129,7 +135,8 @@ Setup make_setup(topo::NodeSummary node, const FabricSpec& f, topo::CostModel mo
                                                                s.model.fabric.rail_optimized ? " (rail-optimised)" : "",
                                                                s.model.fabric.oversubscription)
                                            : std::string("one non-blocking switch"),
-                       fmt::format(", network alpha {:g} us", s.model.net.alpha_us));
+                       fmt::format(", network alpha {:g} us{}", s.model.net.alpha_us,
+                                   s.model.fabric.fifo_queues ? ", FIFO queues (links shared by queued messages)" : ""));
   return s;
 }
 
@@ -356,7 +363,8 @@ int main(int argc, char** argv) {
   app.add_option("--algo", algos, "algorithms to model (default: every one with a prediction)");
   app.add_option("--gpus-per-node", per_node, "ranks per node (default: the node's GPUs, or 1)")->check(CLI::Range(0, 4096));
   app.add_option("--fabric", fabric_text,
-                 "nics=N,rate=400gbit,rail=0|1,oversub=X,leaf=NODES,alpha=US,nvswitch=GBS (or a JSON file of those keys)");
+                 "nics=N,rate=400gbit,rail=0|1,oversub=X,leaf=NODES,alpha=US,nvswitch=GBS,queues=fair|fifo (or a JSON file of "
+                 "those keys)");
   app.add_option("--links", links, "a mesh instead of switches: direct node links, \"0-1:1gbit,1-2:250mbit\"");
   app.add_option("--cost-model", cost_file, "cost model JSON (default: WEFT_COST_MODEL, else the built-in figures)");
   app.add_option("--slice", slice, "the schedules' slice size (default: WEFT_SLICE_BYTES, else 512K)");

@@ -51,7 +51,7 @@ topo::NodeSummary cpu_node() {
 
 topo::CostModel emulated_model() {
   topo::CostModel m = topo::CostModel::defaults();
-  m.apply_json(nlohmann::json::parse(R"({"net": {"alpha_us": 35, "gbs": 0.119}})"));
+  m.apply_json(nlohmann::json::parse(R"({"net": {"alpha_us": 35, "gbs": 0.119}, "fabric": {"queues": "fifo"}})"));
   return m;
 }
 
@@ -112,14 +112,15 @@ TEST(EventSim, AgreesWithTheClosedFormWhereBandwidthSetsTheTime) {
     for (const std::string& id : c.ids) {
       const Levels l = both(c.view, c.model, c.kind, c.bytes, id);
       ASSERT_GT(l.closed, 0) << c.what << " " << id;
-      // One known exception, issue 22: the tree on 4x1, whose two trees' slices queue one behind
-      // the other on the connections they share (the model moves one message at a time per
-      // connection; TCP interleaves them). Measured 286 ms at 16 MiB against the closed form's
-      // 282; the event level plays 333 (1.18x) since ready steps begin first-ready-first as
-      // the executor posts them (1.14x when they began last-ready-first).
-      const double tol = c.what == "emulated 4x1" && id == "tree" ? 0.20 : 0.15;
-      EXPECT_NEAR(l.event / l.closed, 1.0, tol)
+      EXPECT_NEAR(l.event / l.closed, 1.0, 0.15)
           << c.what << " " << collective_name(c.kind) << " " << id << ": closed " << l.closed << " us, event " << l.event << " us";
+      // The tree on 4x1: its two trees' slices share the connections between nodes 1 and 2, the
+      // busiest links. Measured 287 ms at 16 MiB (7 Dec), closed form 282; the event level played
+      // 333 (1.18x) while every connection took an equal share of a link, and 287 since a
+      // connection's share follows the messages queued on it (fabric.queues "fifo", event_sim.h).
+      if (c.what == "emulated 4x1" && id == "tree" && c.kind == CollectiveKind::kAllReduce) {
+        EXPECT_NEAR(l.event / l.closed, 1.0, 0.05) << "closed " << l.closed << " us, event " << l.event << " us";
+      }
       ++checked;
     }
   EXPECT_GE(checked, 20);

@@ -126,10 +126,22 @@ TEST(NetGraph, FabricJsonRatesAndLinksAreChecked) {
   m.apply_json(nlohmann::json::parse(R"({"fabric": {"links": [{"nodes": [0, 1], "gbs": 0.1, "alpha_us": 7}]}})"));
   ASSERT_EQ(m.fabric.links.size(), 1u);
   EXPECT_DOUBLE_EQ(m.fabric.links[0].alpha_us, 7);
+  expect_error([&] { m.apply_json(nlohmann::json::parse(R"({"fabric": {"queues": "lifo"}})")); },
+               "fabric.queues must be \"fair\" or \"fifo\"");
+  EXPECT_FALSE(m.fabric.fifo_queues);
+  m.apply_json(nlohmann::json::parse(R"({"fabric": {"queues": "fifo"}})"));  // keeps the links
+  EXPECT_TRUE(m.fabric.fifo_queues);
   // to_json reads back the same fabric.
   CostModel back = CostModel::defaults();
   back.apply_json(m.to_json());
   EXPECT_EQ(back.fabric.links, m.fabric.links);
+  EXPECT_TRUE(back.fabric.fifo_queues);
+  // A fabric of FIFO queues alone (one switch) survives the round trip too.
+  CostModel fifo = CostModel::defaults(), fifo_back = CostModel::defaults();
+  fifo.apply_json(nlohmann::json::parse(R"({"fabric": {"queues": "fifo"}})"));
+  fifo_back.apply_json(fifo.to_json());
+  EXPECT_TRUE(fifo_back.fabric.fifo_queues);
+  EXPECT_FALSE(fifo_back.fabric.active());
 }
 
 TEST(WhatIf, NodesWithSwitchesAndNics) {

@@ -53,6 +53,7 @@ bad() {  # bad EXPECTED-TEXT ARGS...: exit status 1, the text on stderr, nothing
 }
 bad "12 GPUs is not a whole number of 8-GPU nodes" --input "$node" --gpus 12 --no-anchors
 bad "unknown key 'nicks'" --input "$node" --fabric nicks=8 --no-anchors
+bad "queues=lifo (want fifo or fair)" --input "$node" --fabric queues=lifo --no-anchors
 bad "bad rate unit in '400gbps!'" --input "$node" --fabric rate=400gbps! --no-anchors
 bad "joins node 2 to itself" --input "$node" --links 0-1:1gbit,2-2:1gbit --no-anchors
 bad "--gpus: 'x' is not a GPU count" --input "$node" --gpus 8,x --no-anchors
