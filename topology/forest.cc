@@ -165,6 +165,98 @@ std::vector<Flow> tree_flows(const std::vector<WeightedTree>& trees, bool up, bo
   return flows;
 }
 
+// Per root: its trees (parent arrays) and their shares.
+using Kept = std::vector<std::vector<std::pair<std::vector<int>, double>>>;
+struct Attempt {
+  Kept kept;
+  double us_per_byte = 0;
+};
+
+std::vector<WeightedTree> forest_of(const Kept& kept) {
+  std::vector<WeightedTree> trees;
+  for (const auto& root : kept)
+    for (const auto& [parent, share] : root) trees.push_back({tree_from_parents(parent), share});
+  return trees;
+}
+
+// One packing: `rounds` rounds of multiplicative weights, then each root's heaviest max_per_root
+// trees with their shares rebalanced. routes[u][v]: the edges of u -> v; T: the cut bound.
+Attempt pack_rounds(const NetGraph& g, const std::vector<std::vector<std::vector<int>>>& routes, double T, int rounds,
+                    int max_per_root) {
+  const int n = g.ranks();
+  const auto& E = g.edges();
+  std::vector<double> load(E.size(), 0.0);  // shard bytes per byte of a shard
+  const double eta = 8.0, w = 1.0 / rounds;
+  std::vector<std::map<std::vector<int>, double>> chosen(n);
+  std::vector<std::vector<double>> cost(n, std::vector<double>(n, 0));
+  std::vector<double> price(E.size());
+  for (int round = 0; round < rounds; ++round)
+    for (int k = 0; k < n; ++k) {
+      const int root = (k + round) % n;
+      for (size_t e = 0; e < E.size(); ++e) price[e] = std::exp(eta * load[e] / (E[e].gbs * 1e3) / T) / E[e].gbs;
+      for (int u = 0; u < n; ++u)
+        for (int v = 0; v < n; ++v) {
+          double c = 0;
+          for (int e : routes[u][v]) c += price[e];
+          cost[u][v] = u == v ? std::numeric_limits<double>::infinity() : c;
+        }
+      const std::vector<int> parent = min_arborescence(cost, root);
+      for (int v = 0; v < n; ++v)
+        if (parent[v] >= 0)
+          for (int e : routes[parent[v]][v]) load[e] += w;
+      chosen[root][parent] += w;
+    }
+  // Keep each root's heaviest trees, then rebalance their shares: repeatedly move share from a
+  // root's tree over the most loaded link to its tree over the least loaded one.
+  std::vector<std::vector<std::pair<std::vector<int>, double>>> kept(n);
+  for (int r = 0; r < n; ++r) {
+    std::vector<std::pair<std::vector<int>, double>> v(chosen[r].begin(), chosen[r].end());
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    if (static_cast<int>(v.size()) > max_per_root) v.resize(max_per_root);
+    double sum = 0;
+    for (auto& t : v) sum += t.second;
+    for (auto& t : v) t.second /= sum;
+    kept[r] = std::move(v);
+  }
+  // Rebalance the kept trees' shares by Frank-Wolfe on a soft maximum of the links' loads: each
+  // step moves 2/(t+3) of every root's shard to its tree that is cheapest under prices that grow
+  // exponentially towards the most loaded link; the best forest seen is kept.
+  std::vector<std::vector<std::vector<int>>> edges_of(n);  // per root, per kept tree: its links
+  for (int r = 0; r < n; ++r)
+    for (const auto& [parent, share] : kept[r]) {
+      std::vector<int> es;
+      for (int v = 0; v < n; ++v)
+        if (parent[v] >= 0) es.insert(es.end(), routes[parent[v]][v].begin(), routes[parent[v]][v].end());
+      edges_of[r].push_back(std::move(es));
+    }
+  double best = forest_us_per_byte(g, forest_of(kept), false, true);
+  auto best_kept = kept;
+  std::vector<double> util(E.size());
+  for (int it = 0; it < 400; ++it) {
+    std::fill(load.begin(), load.end(), 0.0);
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < kept[r].size(); ++i)
+        for (int e : edges_of[r][i]) load[e] += kept[r][i].second;
+    double top = 0;
+    for (size_t e = 0; e < E.size(); ++e) util[e] = load[e] / E[e].gbs, top = std::max(top, util[e]);
+    const double t = top / 1e3;
+    if (t < best * (1 - 1e-12)) best = t, best_kept = kept;
+    for (size_t e = 0; e < E.size(); ++e) price[e] = std::exp(30.0 * (util[e] / top - 1)) / E[e].gbs;
+    const double gamma = 2.0 / (it + 3);
+    for (int r = 0; r < n; ++r) {
+      size_t cheapest = 0;
+      double c_min = std::numeric_limits<double>::infinity();
+      for (size_t i = 0; i < kept[r].size(); ++i) {
+        double c = 0;
+        for (int e : edges_of[r][i]) c += price[e];
+        if (c < c_min) c_min = c, cheapest = i;
+      }
+      for (size_t i = 0; i < kept[r].size(); ++i) kept[r][i].second = (1 - gamma) * kept[r][i].second + (i == cheapest ? gamma : 0);
+    }
+  }
+  return {best_kept, best};
+}
+
 }  // namespace
 
 CutBound allgather_cut_bound(const NetGraph& g) {
@@ -229,6 +321,67 @@ double forest_us_per_byte(const NetGraph& g, const std::vector<WeightedTree>& tr
   return flows_time_us(g, tree_flows(trees, up, down));
 }
 
+double forest_shared_us_per_byte(const NetGraph& g, const std::vector<WeightedTree>& trees, bool up, bool down) {
+  std::map<std::pair<int, int>, double> bytes;  // per connection, per byte of a shard
+  for (const Flow& f : tree_flows(trees, up, down))
+    if (f.from != f.to) bytes[{f.from, f.to}] += f.bytes;
+  struct Conn {
+    std::vector<int> route;
+    double left, weight, rate = 0;
+    bool frozen = false;
+  };
+  const bool fifo = g.fifo_queues();
+  std::vector<Conn> conns;
+  for (const auto& [pair, b] : bytes) conns.push_back({g.route(pair.first, pair.second), b, fifo ? b : 1.0});
+  const auto& E = g.edges();
+  std::vector<double> residual(E.size()), weight(E.size());
+  std::vector<int> users(E.size());  // unfrozen connections over each link
+  std::vector<size_t> alive(conns.size());
+  for (size_t i = 0; i < conns.size(); ++i) alive[i] = i;
+  double now = 0;
+  while (!alive.empty()) {
+    // Progressive filling: every unfrozen connection's rate grows with its weight until a link
+    // fills; the connections over it stop there.
+    std::fill(weight.begin(), weight.end(), 0.0);
+    std::fill(users.begin(), users.end(), 0);
+    for (size_t e = 0; e < E.size(); ++e) residual[e] = E[e].gbs * 1e3;  // bytes per us
+    for (size_t i : alive) {
+      conns[i].rate = 0, conns[i].frozen = false;
+      for (int e : conns[i].route) weight[e] += conns[i].weight, ++users[e];
+    }
+    size_t unfrozen = alive.size();
+    std::vector<char> full(E.size());
+    while (unfrozen > 0) {
+      double level = std::numeric_limits<double>::infinity();
+      for (size_t e = 0; e < E.size(); ++e)
+        if (users[e] > 0) level = std::min(level, residual[e] / weight[e]);
+      for (size_t e = 0; e < E.size(); ++e) {
+        full[e] = users[e] > 0 && residual[e] / weight[e] <= level * (1 + 1e-9);
+        residual[e] = full[e] ? 0 : residual[e] - level * weight[e];
+      }
+      for (size_t i : alive) {
+        Conn& c = conns[i];
+        if (c.frozen) continue;
+        c.rate += level * c.weight;
+        bool stop = false;
+        for (int e : c.route) stop = stop || full[e];
+        if (!stop) continue;
+        c.frozen = true, --unfrozen;
+        for (int e : c.route) weight[e] -= c.weight, --users[e];
+      }
+    }
+    // On to the next connection to finish (and those within rounding of it).
+    double dt = std::numeric_limits<double>::infinity();
+    for (size_t i : alive) dt = std::min(dt, conns[i].left / conns[i].rate);
+    now += dt;
+    std::vector<size_t> still;
+    for (size_t i : alive)
+      if (conns[i].left / conns[i].rate > dt * (1 + 1e-9)) conns[i].left -= conns[i].rate * dt, still.push_back(i);
+    alive = std::move(still);
+  }
+  return now;
+}
+
 Packing pack_spanning_trees(const NetGraph& g, const PackOptions& o) {
   const int n = g.ranks();
   require(n >= 1 && n <= kForestExactRanks, "packed trees: {} ranks (1..{})", n, kForestExactRanks);
@@ -241,85 +394,39 @@ Packing pack_spanning_trees(const NetGraph& g, const PackOptions& o) {
   std::vector<std::vector<std::vector<int>>> routes(n, std::vector<std::vector<int>>(n));
   for (int u = 0; u < n; ++u)
     for (int v = 0; v < n; ++v) routes[u][v] = g.route(u, v);
-  const auto& E = g.edges();
-  std::vector<double> load(E.size(), 0.0);  // shard bytes per byte of a shard
-  const double T = std::max(out.bound.us_per_byte, 1e-12), eta = 8.0, w = 1.0 / o.rounds;
-  std::vector<std::map<std::vector<int>, double>> chosen(n);
-  std::vector<std::vector<double>> cost(n, std::vector<double>(n, 0));
-  std::vector<double> price(E.size());
-  for (int round = 0; round < o.rounds; ++round)
-    for (int k = 0; k < n; ++k) {
-      const int root = (k + round) % n;
-      for (size_t e = 0; e < E.size(); ++e) price[e] = std::exp(eta * load[e] / (E[e].gbs * 1e3) / T) / E[e].gbs;
-      for (int u = 0; u < n; ++u)
-        for (int v = 0; v < n; ++v) {
-          double c = 0;
-          for (int e : routes[u][v]) c += price[e];
-          cost[u][v] = u == v ? std::numeric_limits<double>::infinity() : c;
-        }
-      const std::vector<int> parent = min_arborescence(cost, root);
-      for (int v = 0; v < n; ++v)
-        if (parent[v] >= 0)
-          for (int e : routes[parent[v]][v]) load[e] += w;
-      chosen[root][parent] += w;
-    }
-  // Keep each root's heaviest trees, then rebalance their shares: repeatedly move share from a
-  // root's tree over the most loaded link to its tree over the least loaded one.
-  std::vector<std::vector<std::pair<std::vector<int>, double>>> kept(n);
-  for (int r = 0; r < n; ++r) {
-    std::vector<std::pair<std::vector<int>, double>> v(chosen[r].begin(), chosen[r].end());
-    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-    if (static_cast<int>(v.size()) > o.max_per_root) v.resize(o.max_per_root);
-    double sum = 0;
-    for (auto& t : v) sum += t.second;
-    for (auto& t : v) t.second /= sum;
-    kept[r] = std::move(v);
-  }
-  auto build = [&] {
-    std::vector<WeightedTree> trees;
-    for (int r = 0; r < n; ++r)
-      for (const auto& [parent, share] : kept[r]) trees.push_back({tree_from_parents(parent), share});
-    return trees;
+  const double T = std::max(out.bound.us_per_byte, 1e-12);
+  // Packings of 1 to o.max_per_root trees per root, each from as many rounds of multiplicative
+  // weights as it keeps trees (every round's tree survives, so the balance the prices reached is
+  // what the schedule runs); where none comes within 2% of the bound, also o.rounds rounds pruned
+  // to the heaviest trees (on small graphs the trees chosen most often carry the packing: a
+  // 4-node mesh with one slow link, 1.007x the bound against 1.013x). Kept: the fewest trees per
+  // root within 2% of the best. Fewer trees mean fewer, larger messages and fewer connections
+  // sharing each link: the event level plays 8 H100 on NVSwitch at 1.00x the bytes' time with
+  // one tree per root and 1.10x with six (docs/PERFORMANCE.md, "Packed trees at scale").
+  // Until 7 Dec only the pruned packing was made; on graphs of several nodes every round's tree
+  // differs, so keeping each root's first few found undid the balance: 1.1-4.5x the bound at 2-8
+  // nodes of the shared/topologies servers, 2.34x at 64 H100 (8 per node), where these packings
+  // are within 0-2% on most.
+  std::vector<Attempt> tries;
+  for (int m = 1; m <= o.max_per_root; ++m) tries.push_back(pack_rounds(g, routes, T, std::min(o.rounds, m), m));
+  auto best_of = [&] {
+    double b = tries[0].us_per_byte;
+    for (const Attempt& a : tries) b = std::min(b, a.us_per_byte);
+    return b;
   };
-  // Rebalance the kept trees' shares by Frank-Wolfe on a soft maximum of the links' loads: each
-  // step moves 2/(t+3) of every root's shard to its tree that is cheapest under prices that grow
-  // exponentially towards the most loaded link; the best forest seen is kept.
-  std::vector<std::vector<std::vector<int>>> edges_of(n);  // per root, per kept tree: its links
-  for (int r = 0; r < n; ++r)
-    for (const auto& [parent, share] : kept[r]) {
-      std::vector<int> es;
-      for (int v = 0; v < n; ++v)
-        if (parent[v] >= 0) es.insert(es.end(), routes[parent[v]][v].begin(), routes[parent[v]][v].end());
-      edges_of[r].push_back(std::move(es));
+  if (o.rounds > o.max_per_root && best_of() > out.bound.us_per_byte * 1.02)
+    tries.push_back(pack_rounds(g, routes, T, o.rounds, o.max_per_root));
+  const double top = best_of();
+  const Attempt* pick = &tries[0];
+  for (const Attempt& a : tries)
+    if (a.us_per_byte <= top * 1.02) {
+      pick = &a;
+      break;
     }
-  double best = forest_us_per_byte(g, build(), false, true);
-  auto best_kept = kept;
-  std::vector<double> util(E.size());
-  for (int it = 0; it < 400; ++it) {
-    std::fill(load.begin(), load.end(), 0.0);
-    for (int r = 0; r < n; ++r)
-      for (size_t i = 0; i < kept[r].size(); ++i)
-        for (int e : edges_of[r][i]) load[e] += kept[r][i].second;
-    double top = 0;
-    for (size_t e = 0; e < E.size(); ++e) util[e] = load[e] / E[e].gbs, top = std::max(top, util[e]);
-    const double t = top / 1e3;
-    if (t < best * (1 - 1e-12)) best = t, best_kept = kept;
-    for (size_t e = 0; e < E.size(); ++e) price[e] = std::exp(30.0 * (util[e] / top - 1)) / E[e].gbs;
-    const double gamma = 2.0 / (it + 3);
-    for (int r = 0; r < n; ++r) {
-      size_t cheapest = 0;
-      double c_min = std::numeric_limits<double>::infinity();
-      for (size_t i = 0; i < kept[r].size(); ++i) {
-        double c = 0;
-        for (int e : edges_of[r][i]) c += price[e];
-        if (c < c_min) c_min = c, cheapest = i;
-      }
-      for (size_t i = 0; i < kept[r].size(); ++i) kept[r][i].second = (1 - gamma) * kept[r][i].second + (i == cheapest ? gamma : 0);
-    }
-  }
-  kept = best_kept;
-  out.trees = build();
-  out.us_per_byte = best;
+  out.trees = forest_of(pick->kept);
+  out.us_per_byte = pick->us_per_byte;
+  out.shared_us_per_byte = forest_shared_us_per_byte(g, out.trees, false, true);
+  out.shared_both_us_per_byte = forest_shared_us_per_byte(g, out.trees, true, true);
   return out;
 }
 

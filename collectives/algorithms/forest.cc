@@ -169,7 +169,12 @@ bool predict_forest(const PlanInput& in, Prediction& out) {
       path_us = std::max(path_us, us), path_alpha = std::max(path_alpha, alpha);
     }
   }
-  const double stage = flows_time_us(g, flows, &busiest);
+  const double busiest_us = flows_time_us(g, flows, &busiest);
+  // The connections sharing the links (topology/forest.h): no faster than the busiest link's bytes,
+  // slower where a link's connections are held back at their other end. Scales with the shard
+  // (computed once per packing).
+  const double shared = (up && down ? pk.shared_both_us_per_byte : pk.shared_us_per_byte) * shard;
+  const double stage = std::max(busiest_us, shared);
   const int trips = allreduce ? 2 : 1;
   // Latency: a slice's way along the deepest path. The messages a rank starts for its many trees
   // (one up per tree it is not the root of, one per child down) go to different peers at once
@@ -192,9 +197,14 @@ bool predict_forest(const PlanInput& in, Prediction& out) {
   out.reasons = {
       fmt::format("{} spanning trees over {} ranks ({:.1f} per root, depth up to {}), packed over the network's links", trees,
                   p, static_cast<double>(trees) / p, depth),
-      fmt::format("the busiest link ({} -> {}) sets the pace; {:.0f} us against the cut bound's {:.0f} us ({:.2f}x)",
+      fmt::format("the busiest link ({} -> {}) carries {:.0f} us of bytes, {:.2f}x the cut bound's {:.0f} us{}",
                   busiest >= 0 ? g.vertex_name(g.edges()[busiest].from) : "-",
-                  busiest >= 0 ? g.vertex_name(g.edges()[busiest].to) : "-", stage, ideal, ideal > 0 ? stage / ideal : 0.0)};
+                  busiest >= 0 ? g.vertex_name(g.edges()[busiest].to) : "-", busiest_us,
+                  ideal > 0 ? busiest_us / ideal : 0.0, ideal,
+                  shared > busiest_us * 1.0001
+                      ? fmt::format("; the connections, sharing the links, take {:.0f} us ({:.2f}x)", shared,
+                                    ideal > 0 ? shared / ideal : 0.0)
+                      : std::string())};
   return true;
 }
 
