@@ -81,6 +81,15 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
   // step's sends wait for all of the previous step's combinations: letting the steps overlap
   // (each slice sent on as soon as it is combined) keeps two connections per NIC busy at once,
   // which ran slower over TCP (docs/PERFORMANCE.md, "Emulated cluster").
+  // Clear to send: where n is not a power of two and the vector is more than one slice, a halving
+  // step after the first sends only once its partner says (a message of no bytes) that it has
+  // combined its previous step. Without it the ranks whose previous step stayed inside their node
+  // (or who skipped the fold) send the next one while their partner still receives the previous
+  // one over its NIC, and the two steps share that link: 3 nodes x 2 ranks, 16 MiB, the first
+  // step between nodes took 107 ms instead of 70.5 in the event level (docs/PERFORMANCE.md,
+  // "Both levels beside the emulated cluster"). Small vectors skip it: a message's latency
+  // would cost more than the overlap.
+  const bool clear_to_send = rem > 0 && total > slice;
   int lo = 0, hi = p;
   uint64_t scratch_base = 0;  // each step receives into its own part of the scratch buffer
   std::vector<StepId> step_sends;  // the last halving step's sends
@@ -94,8 +103,15 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     const SlicedRange sr = sliced(soff, sbytes), kr = sliced(koff, kbytes);
     uint64_t aoff, abytes;  // this step's whole range: its sends wait for all of the last step
     range(lo, hi, &aoff, &abytes);
+    StepId cleared = kNoStep;
+    if (clear_to_send && m > 1) {
+      const StepId ready = b.send(partner, {Buf::kRecv, 0}, 0);
+      writers.gate(b, ready, aoff, abytes);  // after this rank's previous step is combined
+      cleared = b.recv(partner, {Buf::kRecv, 0}, 0);
+    }
     for (uint64_t j = 0; sbytes && j < sr.slices; ++j) {
       StepId s = b.send(partner, {cur, sr.off(j)}, sr.bytes(j));
+      if (cleared != kNoStep) b.add_dep(s, cleared);
       step_sends.push_back(s);
       if (cur == Buf::kRecv) {
         writers.gate(b, s, aoff, abytes);

@@ -314,10 +314,11 @@ TEST(AlgoSim, HalvingDoublingStartsDoublingAfterTheLastHalvingSends) {
     for (int r = 0; r < n; ++r) {
       const Schedule s = build_schedule(*rhd, a, r, n, opt);
       // The partner at distance p/2 gets the last halving step's slices, then the first doubling
-      // send; ranks folded away take no part.
+      // send; ranks folded away take no part. (Sends of no bytes, the clear-to-send of a
+      // non-power-of-two count, carry nothing to wait for.)
       std::map<int, std::vector<StepId>> sends;
       for (StepId i = 0; i < s.steps.size(); ++i)
-        if (s.steps[i].kind == StepKind::kSend) sends[s.steps[i].peer].push_back(i);
+        if (s.steps[i].kind == StepKind::kSend && s.steps[i].bytes > 0) sends[s.steps[i].peer].push_back(i);
       std::vector<StepId> last_halving;
       StepId first_doubling = kNoStep;
       // Halving and the fold send slices of at most slice_bytes; doubling sends whole blocks.

@@ -126,6 +126,13 @@ TEST(EventSim, AgreesWithTheClosedFormWhereBandwidthSetsTheTime) {
       if (c.what == "emulated 4x1" && id == "tree" && c.kind == CollectiveKind::kAllReduce) {
         EXPECT_NEAR(l.event / l.closed, 1.0, 0.05) << "closed " << l.closed << " us, event " << l.event << " us";
       }
+      // Halving-doubling on 3x2: node 2's ranks skip the fold and finish their first step inside
+      // their node; without the clear-to-send their second step met the first step's transfer
+      // between nodes 0 and 1 on those nodes' links (event 1.12x the closed form; measured 338
+      // ms against 285 predicted, 301 since).
+      if (c.what == "emulated 3x2" && id == "rhd") {
+        EXPECT_NEAR(l.event / l.closed, 1.0, 0.03) << "closed " << l.closed << " us, event " << l.event << " us";
+      }
       ++checked;
     }
   EXPECT_GE(checked, 20);
