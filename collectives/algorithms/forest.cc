@@ -12,6 +12,7 @@
 // way up and exists on its root only, which sends the final bits down: identical on every rank.
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "collectives/algorithms/builtin.h"
 #include "collectives/algorithms/slicing.h"
@@ -150,12 +151,38 @@ bool predict_forest(const PlanInput& in, Prediction& out) {
   int busiest = -1;
   std::vector<Flow> flows;
   int depth = 0, trees = 0;
-  double path_us = 0, path_alpha = 0;
+  double path_alpha = 0;
   const double slice = std::min(shard, in.slice_bytes / kTreeSliceDivisor);
+  // The connections (pairs of ranks) over each link, for the pipeline's fill below.
+  std::set<std::pair<int, int>> pairs;
+  for (const WeightedTree& t : pk.trees)
+    for (int v = 0; t.share > 0 && v < p; ++v)
+      if (const int par = t.tree.parent[v]; par >= 0) {
+        if (up) pairs.insert({v, par});
+        if (down) pairs.insert({par, v});
+      }
+  std::vector<int> on_link(g.edges().size(), 0), route;
+  for (const auto& [a, c] : pairs) {
+    route.clear();
+    g.route(a, c, route);
+    for (int e : route) ++on_link[e];
+  }
+  // One slice of `bytes` from a to c while the other connections on its busiest link move theirs:
+  // half of them on average (all of them over-predicts the event level by up to 1.5x at 64
+  // GPUs, 8 H100 per node; none, the hop alone, misses by up to 1.3x on rail-optimised leaves).
+  auto loaded_hop_us = [&](int a, int c, double bytes) {
+    route.clear();
+    g.route(a, c, route);
+    int n = 1;
+    for (int e : route) n = std::max(n, on_link[e]);
+    return std::max(1.0, n / 2.0) * flows_time_us(g, {{a, c, bytes}});
+  };
+  double trip_us = 0;  // the longest trip of a tree's slice (of its own size) up and down its deepest path
   for (const WeightedTree& t : pk.trees) {
     if (t.share <= 0) continue;
     ++trees;
     depth = std::max(depth, t.tree.depth());
+    const double kt = std::max(1.0, std::ceil(t.share * shard / std::max(1.0, slice))), st = t.share * shard / kt;
     for (int v = 0; v < p; ++v) {
       const int par = t.tree.parent[v];
       if (par < 0) continue;
@@ -163,10 +190,11 @@ bool predict_forest(const PlanInput& in, Prediction& out) {
       if (up) flows.push_back({v, par, t.share * shard});
       double us = 0, alpha = 0;
       for (int u = v; t.tree.parent[u] >= 0; u = t.tree.parent[u]) {
-        us += flows_time_us(g, {{u, t.tree.parent[u], slice}});
-        alpha += g.alpha_us(u, t.tree.parent[u]);
+        const int w = t.tree.parent[u];
+        us += (up ? loaded_hop_us(u, w, st) : 0) + (down ? loaded_hop_us(w, u, st) : 0);
+        alpha += g.alpha_us(u, w);
       }
-      path_us = std::max(path_us, us), path_alpha = std::max(path_alpha, alpha);
+      trip_us = std::max(trip_us, us), path_alpha = std::max(path_alpha, alpha);
     }
   }
   const double busiest_us = flows_time_us(g, flows, &busiest);
@@ -175,7 +203,6 @@ bool predict_forest(const PlanInput& in, Prediction& out) {
   // (computed once per packing).
   const double shared = (up && down ? pk.shared_both_us_per_byte : pk.shared_us_per_byte) * shard;
   const double stage = std::max(busiest_us, shared);
-  const int trips = allreduce ? 2 : 1;
   // Latency: a slice's way along the deepest path. The messages a rank starts for its many trees
   // (one up per tree it is not the root of, one per child down) go to different peers at once
   // and their latencies overlap, as the event level plays them; until 6 Dec they were added one
@@ -187,9 +214,12 @@ bool predict_forest(const PlanInput& in, Prediction& out) {
     for (int v = 0; t.share > 0 && v < p; ++v)
       if (const int par = t.tree.parent[v]; par >= 0) ++ups[v], ++downs[par];
   const int m_up = *std::max_element(ups.begin(), ups.end()), m_down = *std::max_element(downs.begin(), downs.end());
-  // A pipeline of k slices: k - 1 at the busiest link's pace plus one slice's trip (as the tree's).
+  // A pipeline of k slices: k - 1 at the links' pace plus one slice's trip up and down the
+  // deepest path, each hop shared with the other connections on its link (7 Dec; until then each
+  // hop alone, and the event level was 1.23x the closed form at 32 GPUs and 64 MiB, 1.28x at 64
+  // GPUs on rail-optimised leaves; docs/PERFORMANCE.md, "Packed trees at scale").
   const double k = std::max(1.0, std::ceil(shard / std::max(1.0, slice)));
-  out.xfer_us = std::max(stage, (k - 1) / k * stage + trips * path_us);
+  out.xfer_us = std::max(stage, (k - 1) / k * stage + trip_us);
   out.lat_us = (up ? path_alpha : 0) + (down ? path_alpha : 0);
   out.steps = (up ? std::max(depth, m_up) : 0) + (down ? std::max(depth, m_down) : 0);
   out.b = {busiest >= 0 ? g.edges()[busiest].gbs : 0.0, path_alpha / std::max(1, depth)};
