@@ -332,7 +332,9 @@ double forest_shared_us_per_byte(const NetGraph& g, const std::vector<WeightedTr
   };
   const bool fifo = g.fifo_queues();
   std::vector<Conn> conns;
-  for (const auto& [pair, b] : bytes) conns.push_back({g.route(pair.first, pair.second), b, fifo ? b : 1.0});
+  for (const auto& [pair, b] : bytes)
+    if (std::vector<int> route = g.route(pair.first, pair.second); !route.empty())  // (no links: no time)
+      conns.push_back({std::move(route), b, fifo ? b : 1.0});
   const auto& E = g.edges();
   std::vector<double> residual(E.size()), weight(E.size());
   std::vector<int> users(E.size());  // unfrozen connections over each link
