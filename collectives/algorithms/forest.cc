@@ -12,6 +12,7 @@
 // way up and exists on its root only, which sends the final bits down: identical on every rank.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "collectives/algorithms/builtin.h"
@@ -174,8 +175,9 @@ bool predict_forest(const PlanInput& in, Prediction& out) {
     route.clear();
     g.route(a, c, route);
     int n = 1;
-    for (int e : route) n = std::max(n, on_link[e]);
-    return std::max(1.0, n / 2.0) * flows_time_us(g, {{a, c, bytes}});
+    double gbs = std::numeric_limits<double>::infinity();  // the route's slowest link
+    for (int e : route) n = std::max(n, on_link[e]), gbs = std::min(gbs, g.edges()[e].gbs);
+    return route.empty() ? 0.0 : std::max(1.0, n / 2.0) * transfer_us(bytes, gbs);
   };
   double trip_us = 0;  // the longest trip of a tree's slice (of its own size) up and down its deepest path
   for (const WeightedTree& t : pk.trees) {
