@@ -149,6 +149,17 @@ void finish_avg(DataType type, void* buf, size_t count, int nranks) {
   kern::active_table().finish_avg[static_cast<int>(type)](buf, count, nranks);
 }
 
+void sum_avg_into(DataType type, void* dst, const void* a, const void* b, size_t count, int nranks) {
+  if (count == 0 || !kern::valid(type, RedOp::kAvg)) return;
+  const kern::KernelTable& t = kern::active_table();
+  if (nranks > 1 && t.sum_avg[static_cast<int>(type)] != nullptr) {
+    t.sum_avg[static_cast<int>(type)](dst, a, b, count, nranks);
+    return;
+  }
+  reduce_into(type, RedOp::kAvg, dst, a, b, count);
+  finish_avg(type, dst, count, nranks);
+}
+
 const char* reduce_kernel_isa() { return kern::isa_name(kern::active_isa()); }
 
 }  // namespace weft

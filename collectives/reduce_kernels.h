@@ -22,6 +22,11 @@ void reduce_into(DataType type, RedOp op, void* dst, const void* a, const void* 
 // with truncation toward zero (C semantics) after an exact integer sum.
 void finish_avg(DataType type, void* buf, size_t count, int nranks);
 
+// The last step of kAvg over nranks contributions: dst[i] = (a[i] + b[i]) / nranks, the same
+// bits as reduce_into(kAvg) then finish_avg, in one pass where the type allows (float32/64;
+// others take the two). dst may alias a or b exactly.
+void sum_avg_into(DataType type, void* dst, const void* a, const void* b, size_t count, int nranks);
+
 // IEEE binary16 / bfloat16 conversions (round to nearest even, NaN preserved).
 float half_to_float(uint16_t h);
 uint16_t float_to_half(float f);

@@ -155,6 +155,18 @@ void avg_loop(void* buf, size_t n, int nranks) {
   }
 }
 
+// The last step of a float average, fused: (x + y) rounded to T, then divided (the same two
+// roundings as reduce_loop then avg_loop; -ffp-contract=off keeps them two).
+template <typename T>
+void sum_avg_loop(void* dst, const void* a, const void* b, size_t n, int nranks) {
+  T* d = static_cast<T*>(dst);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  const T dn = static_cast<T>(nranks);
+#pragma GCC ivdep
+  for (size_t i = 0; i < n; ++i) d[i] = (x[i] + y[i]) / dn;
+}
+
 template <typename T, typename C>
 void fill_type(KernelTable* t, DataType type) {
   const int ti = static_cast<int>(type);
@@ -176,6 +188,9 @@ inline void fill_generic(KernelTable* t) {
   fill_type<uint16_t, Bf16>(t, DataType::kBfloat16);
   fill_type<float, Plain<float>>(t, DataType::kFloat32);
   fill_type<double, Plain<double>>(t, DataType::kFloat64);
+  for (auto& f : t->sum_avg) f = nullptr;
+  t->sum_avg[static_cast<int>(DataType::kFloat32)] = &sum_avg_loop<float>;
+  t->sum_avg[static_cast<int>(DataType::kFloat64)] = &sum_avg_loop<double>;
 }
 
 }  // namespace

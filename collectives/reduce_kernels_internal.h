@@ -14,10 +14,15 @@ inline constexpr int kNumIsas = 4;
 // dst[i] = a[i] OP b[i]; dst may be exactly a or b (no partial overlap).
 using ReduceFn = void (*)(void* dst, const void* a, const void* b, size_t n);
 using AvgFn = void (*)(void* buf, size_t n, int nranks);
+// dst[i] = (a[i] + b[i]) / nranks in one pass: the last step of kAvg (same aliasing as ReduceFn).
+using SumAvgFn = void (*)(void* dst, const void* a, const void* b, size_t n, int nranks);
 
 struct KernelTable {
   ReduceFn reduce[kNumDataTypes][kNumRedOps];
   AvgFn finish_avg[kNumDataTypes];
+  // Only where fusing gives the same bits as reduce then finish_avg (float32 and float64: the sum
+  // is rounded to the type either way); null elsewhere, and the two passes run.
+  SumAvgFn sum_avg[kNumDataTypes];
 };
 
 // One per variant, each compiled in its own translation unit with its own -m flags. The AVX

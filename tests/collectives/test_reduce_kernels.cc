@@ -271,6 +271,47 @@ TEST(ReduceKernels, FinishAvgEveryVariant) {
   }
 }
 
+// The fused last step of an average (float32/64) gives the bits of the sum then the division, in
+// every variant, in place and out of place; the public call gives them for every type.
+TEST(ReduceKernels, SumAvgIsTheSumThenTheDivision) {
+  std::mt19937_64 rng(11);
+  for (DataType t : kTypes) {
+    const size_t es = dtype_size(t);
+    for (size_t n : {size_t{1}, size_t{13}, size_t{1009}}) {
+      Buf x(n, es, 1), y(n, es, 2);
+      fill_random(t, x.p, n, rng);
+      fill_random(t, y.p, n, rng);
+      for (int nranks : {2, 3, 7}) {
+        for (Isa isa : supported_isas()) {
+          const std::string what = std::string(kern::isa_name(isa)) + " type " + std::to_string(static_cast<int>(t)) +
+                                   " n " + std::to_string(n) + " nranks " + std::to_string(nranks);
+          Buf want(n, es, 3);
+          kern::table(isa).reduce[static_cast<int>(t)][static_cast<int>(RedOp::kAvg)](want.p, x.p, y.p, n);
+          kern::table(isa).finish_avg[static_cast<int>(t)](want.p, n, nranks);
+          const kern::SumAvgFn fused = kern::table(isa).sum_avg[static_cast<int>(t)];
+          EXPECT_EQ(fused != nullptr, t == DataType::kFloat32 || t == DataType::kFloat64) << what;
+          if (fused == nullptr) continue;
+          Buf out(n, es, 3);
+          fused(out.p, x.p, y.p, n, nranks);
+          EXPECT_EQ(std::memcmp(out.p, want.p, n * es), 0) << what << " out of place";
+          ASSERT_TRUE(out.guards_intact()) << what;
+          Buf in(n, es, 1);  // dst is a
+          std::memcpy(in.p, x.p, n * es);
+          fused(in.p, in.p, y.p, n, nranks);
+          EXPECT_EQ(std::memcmp(in.p, want.p, n * es), 0) << what << " in place";
+          ASSERT_TRUE(in.guards_intact()) << what;
+        }
+        Buf want(n, es, 3), got(n, es, 3);
+        reduce_into(t, RedOp::kAvg, want.p, x.p, y.p, n);
+        finish_avg(t, want.p, n, nranks);
+        sum_avg_into(t, got.p, x.p, y.p, n, nranks);
+        EXPECT_EQ(std::memcmp(got.p, want.p, n * es), 0) << "sum_avg_into type " << static_cast<int>(t) << " n " << n;
+        ASSERT_TRUE(got.guards_intact());
+      }
+    }
+  }
+}
+
 TEST(ReduceKernels, ActiveVariantAndPublicApi) {
   const char* env = std::getenv("WEFT_REDUCE_ISA");
   Isa want = kern::best_isa();
@@ -307,6 +348,7 @@ TEST(ReduceKernels, VariantsTheCpuLacksFallBackToALowerOne) {
         EXPECT_EQ(kern::table(isa).reduce[t][op], kern::table(static_cast<Isa>(lower)).reduce[t][op])
             << kern::isa_name(isa) << " type " << t << " op " << op;
       EXPECT_EQ(kern::table(isa).finish_avg[t], kern::table(static_cast<Isa>(lower)).finish_avg[t]);
+      EXPECT_EQ(kern::table(isa).sum_avg[t], kern::table(static_cast<Isa>(lower)).sum_avg[t]);
     }
   }
   // And the dispatch itself runs on this CPU (the table is built on the first call).

@@ -162,10 +162,10 @@ TEST(ShmDirectPath, MismatchIsNamedOnEveryRank) {
 // Node-shared buffers (weftMemAlloc): all-reduces whose buffers are windows on every rank run on
 // the shared path (no copies: each rank reduces its share from every rank's buffer into all of
 // them): every type and op, counts of 1, primes, fewer than the ranks and not divisible by them,
-// in and out of place, at offsets that are not page-aligned, 2..4 thread-ranks; the guards around
-// each buffer in the windows must come back untouched. A rank whose buffer is not a window sends
-// every rank to another path, with the same results; calls of up to WEFT_DIRECT_BYTES keep the
-// one-round path.
+// in and out of place (and mixed: one rank in place, the others not, or the other way), at
+// offsets that are not page-aligned, 2..4 thread-ranks; the guards around each buffer in the
+// windows must come back untouched. A rank whose buffer is not a window sends every rank to
+// another path, with the same results; calls of up to WEFT_DIRECT_BYTES keep the one-round path.
 class ShmWindows : public ::testing::TestWithParam<int> {};
 TEST_P(ShmWindows, EveryTypeAndOpMatchesTheReference) {
   const int n = GetParam();
@@ -184,7 +184,10 @@ TEST_P(ShmWindows, EveryTypeAndOpMatchesTheReference) {
         auto* ws = static_cast<uint8_t*>(comm.mem_alloc(kWindow));
         auto* wr = static_cast<uint8_t*>(comm.mem_alloc(kWindow));
         for (size_t i = 0; i < cases.size(); ++i) {
-          const CollCase& c = cases[i];
+          // Every fourth case rank 0 goes the other way (out of place among in-place ranks, or in
+          // place among out-of-place ones): the block is then reduced into another rank's buffer.
+          CollCase c = cases[i];
+          if (i % 4 == 1 && comm.rank() == 0) c.in_place = !c.in_place;
           RankBuffers b = make_buffers(c, comm.rank());
           // The images (guards included) at an offset that moves with the case; the last rank's
           // buffers are plain memory for every seventh case.
