@@ -98,13 +98,30 @@ StepStats Reducer::compute_stats_locked(Clock::time_point end) {
   s.tail_ms = ms_between(last, end);
   s.compress_ms = compress_ms_;
   if (sync_) {
+    // Buckets may be in flight at once (the progress engine): communication time is the union of
+    // their spans, and what is exposed the part of that union after the last gradient was ready.
     s.buckets = static_cast<int>(buckets_.size());
+    std::vector<std::pair<Clock::time_point, Clock::time_point>> spans;
     for (const Bucket& b : buckets_) {
-      auto st = b.work->started_at(), fi = b.work->finished_at();
-      s.comm_ms += ms_between(st, fi);
-      s.exposed_comm_ms += std::max(0.0, ms_between(std::max(st, last), fi));
+      spans.emplace_back(b.work->started_at(), b.work->finished_at());
       s.wire_bytes += b.wire_bytes();
     }
+    std::sort(spans.begin(), spans.end());
+    Clock::time_point from{}, to{};
+    auto close = [&] {
+      if (to <= from) return;
+      s.comm_ms += ms_between(from, to);
+      s.exposed_comm_ms += std::max(0.0, ms_between(std::max(from, last), to));
+    };
+    for (size_t i = 0; i < spans.size(); ++i) {
+      if (i == 0 || spans[i].first > to) {
+        if (i) close();
+        from = spans[i].first, to = spans[i].second;
+      } else {
+        to = std::max(to, spans[i].second);
+      }
+    }
+    if (!spans.empty()) close();
   }
   s.overlap_ratio = s.comm_ms > 0 ? std::clamp(1.0 - s.exposed_comm_ms / s.comm_ms, 0.0, 1.0) : 0.0;
   s.sync_overhead = s.step_ms > 0 ? s.exposed_comm_ms / s.step_ms : 0.0;

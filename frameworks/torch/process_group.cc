@@ -260,12 +260,140 @@ void ProcessGroupWeft::drain_all() {
 
 
 WorkPtr ProcessGroupWeft::allreduce(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
-  const at::Tensor& t = single(tensors, "all_reduce");
+  TORCH_CHECK(!tensors.empty(), "weft: all_reduce: no tensor");
+  const at::Tensor& t = tensors[0];
+  if (t.defined() && t.is_sparse()) return allreduce_sparse(tensors, opts);
+  check_tensor(t, "all_reduce");
   auto a = make_args(CollectiveKind::kAllReduce, t, t.numel());
   a.op = weft_op(opts.reduceOp, "all_reduce");
   auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLREDUCE, tensors);
-  at::Tensor buf = w->stage(t, true);
-  return enqueue(w, a, buf.data_ptr(), buf.data_ptr());
+  if (tensors.size() == 1) {
+    at::Tensor buf = w->stage(t, true);
+    return enqueue(w, a, buf.data_ptr(), buf.data_ptr());
+  }
+  // Several tensors per process (gloo's semantics): they are reduced together, across the list
+  // and the ranks, and every tensor gets the result. Combined locally first, then one all-reduce.
+  for (auto& x : tensors) check_like(x, t, t.numel(), "all_reduce", "every tensor of the list");
+  TORCH_CHECK(a.op != RedOp::kAvg, "weft: all_reduce of a tensor list: AVG is not defined for several tensors per process");
+  at::Tensor acc = t.contiguous().clone();
+  for (size_t i = 1; i < tensors.size(); ++i) {
+    const at::Tensor& x = tensors[i];
+    switch (a.op) {
+      case RedOp::kSum: acc.add_(x); break;
+      case RedOp::kProd: acc.mul_(x); break;
+      case RedOp::kMin: acc = at::minimum(acc, x); break;
+      case RedOp::kMax: acc = at::maximum(acc, x); break;
+      default: TORCH_CHECK(false, "weft: all_reduce of a tensor list: unsupported op");
+    }
+  }
+  w->keep(acc);
+  w->then([tensors, acc]() mutable {
+    for (auto& x : tensors) x.copy_(acc.view(x.sizes()));
+  });
+  return enqueue(w, a, acc.data_ptr(), acc.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::allreduce_coalesced(std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "weft: all_reduce_coalesced: no tensor");
+  const RedOp op = weft_op(opts.reduceOp, "all_reduce_coalesced");
+  for (auto& t : tensors) {
+    check_tensor(t, "all_reduce_coalesced");
+    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type(), "weft: all_reduce_coalesced: the tensors must have one type (",
+                tensors[0].scalar_type(), " and ", t.scalar_type(), ")");
+  }
+  // One all-reduce over the tensors laid end to end (as gloo), copied back on completion.
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLREDUCE_COALESCED, tensors);
+  std::vector<at::Tensor> flat_parts;
+  for (auto& t : tensors) flat_parts.push_back(t.reshape({-1}));
+  at::Tensor flat = at::cat(flat_parts);
+  w->keep(flat);
+  w->then([tensors, flat]() mutable {
+    int64_t off = 0;
+    for (auto& t : tensors) {
+      t.copy_(flat.narrow(0, off, t.numel()).view(t.sizes()));
+      off += t.numel();
+    }
+  });
+  auto a = make_args(CollectiveKind::kAllReduce, flat, flat.numel());
+  a.op = op;
+  return enqueue(w, a, flat.data_ptr(), flat.data_ptr());
+}
+
+WorkPtr ProcessGroupWeft::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+                                              const c10d::AllgatherOptions&) {
+  // outputs[r][i]: rank r's input i (torch's layout: one list per rank).
+  TORCH_CHECK(!inputs.empty(), "weft: all_gather_coalesced: no input");
+  TORCH_CHECK(static_cast<int>(outputs.size()) == size_, "weft: all_gather_coalesced: ", outputs.size(),
+              " output lists; the group has ", size_, " ranks");
+  std::vector<at::Tensor> flat_in, all_outs;
+  int64_t total = 0;
+  for (auto& in : inputs) {
+    check_tensor(in, "all_gather_coalesced");
+    TORCH_CHECK(in.scalar_type() == inputs[0].scalar_type(), "weft: all_gather_coalesced: the inputs must have one type");
+    flat_in.push_back(in.reshape({-1}));
+    total += in.numel();
+  }
+  for (int r = 0; r < size_; ++r) {
+    TORCH_CHECK(outputs[r].size() == inputs.size(), "weft: all_gather_coalesced: output list ", r, " has ", outputs[r].size(),
+                " tensors for ", inputs.size(), " inputs");
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      check_like(outputs[r][i], inputs[i], inputs[i].numel(), "all_gather_coalesced", "an output tensor");
+      all_outs.push_back(outputs[r][i]);
+    }
+  }
+  // One all-gather of every input laid end to end: rank r's block holds its inputs in order.
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLGATHER_COALESCED, all_outs);
+  at::Tensor src = at::cat(flat_in);
+  at::Tensor dst = at::empty({size_ * total}, src.options());
+  w->keep(src);
+  w->keep(dst);
+  w->then([outputs, dst, total]() mutable {
+    for (size_t r = 0; r < outputs.size(); ++r) {
+      int64_t off = static_cast<int64_t>(r) * total;
+      for (auto& o : outputs[r]) {
+        o.copy_(dst.narrow(0, off, o.numel()).view(o.sizes()));
+        off += o.numel();
+      }
+    }
+  });
+  return enqueue(w, make_args(CollectiveKind::kAllGather, src, total), src.data_ptr(), dst.data_ptr());
+}
+
+// A sparse COO tensor (gloo: SUM only): every rank's indices and values are gathered, then
+// summed locally into a coalesced sparse tensor, the same on every rank.
+WorkPtr ProcessGroupWeft::allreduce_sparse(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(tensors.size() == 1, "weft: all_reduce of sparse tensors takes one tensor per process");
+  TORCH_CHECK(opts.reduceOp == c10d::ReduceOp::SUM, "weft: all_reduce of a sparse tensor supports SUM only (as gloo)");
+  at::Tensor t = tensors[0].coalesce();
+  at::Tensor idx = t._indices().contiguous(), val = t._values().contiguous();
+  // Sizes first (one all-gather of each rank's nnz), then indices and values padded to the largest.
+  at::Tensor nnz = at::full({1}, idx.size(1), at::kLong);
+  at::Tensor nnzs = at::empty({size_}, at::kLong);
+  comm_->run(make_args(CollectiveKind::kAllGather, nnz, 1), nnz.data_ptr(), nnzs.data_ptr());
+  const int64_t most = nnzs.max().item<int64_t>();
+  const int64_t dims = idx.size(0);
+  std::vector<int64_t> vshape = val.sizes().vec();
+  vshape[0] = most;
+  at::Tensor pidx = at::zeros({dims, most}, at::kLong), pval = at::zeros(vshape, val.options());
+  pidx.narrow(1, 0, idx.size(1)).copy_(idx);
+  pval.narrow(0, 0, val.size(0)).copy_(val);
+  pidx = pidx.t().contiguous();  // row r: one index tuple
+  at::Tensor gidx = at::empty({size_ * most, dims}, at::kLong);
+  std::vector<int64_t> gshape = vshape;
+  gshape[0] = size_ * most;
+  at::Tensor gval = at::empty(gshape, val.options());
+  comm_->run(make_args(CollectiveKind::kAllGather, pidx, pidx.numel()), pidx.data_ptr(), gidx.data_ptr());
+  comm_->run(make_args(CollectiveKind::kAllGather, pval, pval.numel()), pval.data_ptr(), gval.data_ptr());
+  std::vector<at::Tensor> is, vs;
+  for (int r = 0; r < size_; ++r) {
+    const int64_t k = nnzs[r].item<int64_t>();
+    is.push_back(gidx.narrow(0, r * most, k));
+    vs.push_back(gval.narrow(0, r * most, k));
+  }
+  at::Tensor sum = at::sparse_coo_tensor(at::cat(is).t(), at::cat(vs), t.sizes(), t.options()).coalesce();
+  tensors[0].copy_(sum);
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLREDUCE, tensors);
+  return enqueue(w);
 }
 
 WorkPtr ProcessGroupWeft::broadcast(std::vector<at::Tensor>& tensors, const c10d::BroadcastOptions& opts) {

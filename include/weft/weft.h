@@ -188,6 +188,14 @@ WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t data
 WEFT_API weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
                                     weftComm_t comm, weftRequest_t* request);
 
+/* ---- Groups (NCCL's ncclGroupStart/End) ----------------------------------------------------- */
+/* Between weftGroupStart and weftGroupEnd (on one thread; groups nest), the blocking calls are
+ * posted as they are made and do not wait: weftGroupEnd waits for all of them and returns the
+ * first error. Sends and receives posted in any order complete once each has its match, so a
+ * group may post every receive before any send. Asynchronous calls inside a group are unchanged. */
+WEFT_API weftResult_t weftGroupStart(void);
+WEFT_API weftResult_t weftGroupEnd(void);
+
 /* ---- Device buffers and CUDA streams (docs/GPU.md) ------------------------------------------ */
 /* Builds with NCCL send device buffers (cudaMalloc'd or managed) of the calls above to NCCL: the
  * plain calls enqueue on Weft's own stream and wait for it; the ...Stream calls below enqueue on

@@ -192,6 +192,16 @@ class Comm {
   void barrier() { detail::check(weftBarrier(c_), c_); }
   void send(const void* s, size_t n, weftDataType_t t, int peer) { detail::check(weftSend(s, n, t, peer, c_), c_); }
   void recv(void* r, size_t n, weftDataType_t t, int peer) { detail::check(weftRecv(r, n, t, peer, c_), c_); }
+  Work send_async(const void* s, size_t n, weftDataType_t t, int peer) {
+    weftRequest_t q = nullptr;
+    detail::check(weftSendAsync(s, n, t, peer, c_, &q), c_);
+    return Work(q, c_);
+  }
+  Work recv_async(void* r, size_t n, weftDataType_t t, int peer) {
+    weftRequest_t q = nullptr;
+    detail::check(weftRecvAsync(r, n, t, peer, c_, &q), c_);
+    return Work(q, c_);
+  }
 
  private:
   int get_int(weftResult_t (*fn)(weftComm_t, int*)) const {
@@ -200,6 +210,25 @@ class Comm {
     return v;
   }
   weftComm_t c_ = nullptr;
+};
+
+/// weftGroupStart / weftGroupEnd as a scope: the blocking calls made while it lives are posted
+/// together and waited for when it ends (end() throws the first error; the destructor swallows it).
+class Group {
+ public:
+  Group() { detail::check(weftGroupStart(), nullptr); }
+  Group(const Group&) = delete;
+  Group& operator=(const Group&) = delete;
+  ~Group() {
+    if (open_) weftGroupEnd();
+  }
+  void end() {
+    open_ = false;
+    detail::check(weftGroupEnd(), nullptr);
+  }
+
+ private:
+  bool open_ = true;
 };
 
 }  // namespace weft

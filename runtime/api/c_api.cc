@@ -75,6 +75,15 @@ void check_enums(const char* fn, int dtype, int op, bool reducing) {
   }
 }
 
+// weftGroupStart / weftGroupEnd (NCCL's ncclGroupStart/End): the blocking calls made between them
+// on this thread are posted as they are made and waited for together at the outermost end.
+thread_local int t_group_depth = 0;
+struct GroupOp {
+  weftComm_t comm;
+  std::shared_ptr<weft::Operation> work;
+};
+thread_local std::vector<GroupOp> t_group_ops;
+
 weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* recv, size_t count, int dtype, int op,
                    int root, weftComm_t comm, weftRequest_t* request, void* stream = nullptr, bool on_stream = false) {
   if (request) *request = nullptr;  // never a stale handle when the call fails
@@ -92,8 +101,12 @@ weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* 
     a.op = reducing ? static_cast<weft::RedOp>(op) : weft::RedOp::kSum;
     a.root = root;
     if (on_stream && request) throw Error(ErrorCode::kInternalError, std::string(fn) + ": a stream call cannot also be asynchronous");
-    if (!on_stream && !request) return c->run(a, send, recv);
+    if (!on_stream && !request && t_group_depth == 0) return c->run(a, send, recv);
     auto work = c->submit(a, send, recv, on_stream ? weft::SubmitMode::kOnStream : weft::SubmitMode::kAsync, stream);
+    if (!on_stream && !request) {  // a blocking call inside weftGroupStart/End: posted now, waited by weftGroupEnd
+      t_group_ops.push_back({comm, std::move(work)});
+      return;
+    }
     if (request) {
       auto* r = new weftRequest{std::move(work), comm};
       std::lock_guard<std::mutex> lock(g_mu);
@@ -280,6 +293,27 @@ weftResult_t weftCommGetFailedRanks(weftComm_t comm, int* ranks, int* count) {
     *count = static_cast<int>(failed.size());
     if (ranks) std::copy(failed.begin(), failed.end(), ranks);
   });
+}
+
+weftResult_t weftGroupStart(void) {
+  ++t_group_depth;
+  return weftSuccess;
+}
+
+weftResult_t weftGroupEnd(void) {
+  if (t_group_depth == 0) return record(nullptr, weftInvalidUsage, "weftGroupEnd: no weftGroupStart on this thread");
+  if (--t_group_depth > 0) return weftSuccess;
+  std::vector<GroupOp> ops;
+  ops.swap(t_group_ops);
+  weftResult_t first = weftSuccess;
+  for (auto& g : ops) {  // every operation of the group ends (an error does not leave others in flight unwaited)
+    weftResult_t rc = guarded(g.comm, [&] {
+      while (!g.work->test()) g.work->wait(std::chrono::hours(1));
+      if (g.work->failed()) throw Error(g.work->error_code(), g.work->error_message());
+    });
+    if (first == weftSuccess) first = rc;
+  }
+  return first;
 }
 
 weftResult_t weftWait(weftRequest_t request, int timeout_ms) {

@@ -25,7 +25,16 @@ void AlgorithmChoice::check_id(const std::string& id, const char* what) {
   fail(ErrorCode::kInvalidArgument, "unknown algorithm '{}' in {} (known: {}; empty for the automatic choice)", id, what, ids);
 }
 
-const Schedule& AlgorithmChoice::schedule_for(const CollectiveArgs& a, const std::string& algo_id) {
+std::string AlgorithmChoice::applies_to(const std::string& id) {
+  std::string out;
+  for (int k = 0; k < static_cast<int>(CollectiveKind::kSend); ++k) {
+    const auto kind = static_cast<CollectiveKind>(k);
+    if (applies(id, kind)) out += (out.empty() ? "" : ", ") + std::string(collective_name(kind));
+  }
+  return out;
+}
+
+std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveArgs& a, const std::string& algo_id) {
   auto key = std::make_tuple(static_cast<int>(a.kind), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root,
                              a.in_place, algo_id);
   auto it = schedules_.find(key);
@@ -58,7 +67,7 @@ const Schedule& AlgorithmChoice::schedule_for(const CollectiveArgs& a, const std
     if (std::string_view(algo->id) == "forest") opt.forest = forest();
     s = build_schedule(*algo, a, m_.rank, m_.size, opt);
   }
-  return schedules_.emplace(key, std::move(s)).first->second;
+  return schedules_.emplace(key, std::make_shared<const Schedule>(std::move(s))).first->second;
 }
 
 std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string& algo_id, const char* chosen,

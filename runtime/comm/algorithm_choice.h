@@ -25,8 +25,14 @@ class AlgorithmChoice {
   ~AlgorithmChoice();
   // kInvalidArgument naming the known ids unless `id` is "" (automatic) or an algorithm's id.
   static void check_id(const std::string& id, const char* what);
+  // Whether the algorithm id (WEFT_ALGO, weftCommSetAlgorithm) has a row for this collective: an
+  // override applies only to the collectives it names; the others keep the automatic choice.
+  static bool applies(const std::string& id, CollectiveKind kind) { return !id.empty() && find_algorithm(id, kind); }
+  // The collectives that id applies to, for the log ("allreduce, broadcast").
+  static std::string applies_to(const std::string& id);
   // The schedule of `a` under algorithm `algo_id` ("" = automatic).
-  const Schedule& schedule_for(const CollectiveArgs& a, const std::string& algo_id);
+  // Shared: a schedule in flight keeps its own even if the cache is cleared meanwhile.
+  std::shared_ptr<const Schedule> schedule_for(const CollectiveArgs& a, const std::string& algo_id);
   // Why `chosen` ran `a` (logged for the first call of each collective and size class at
   // WEFT_LOG_LEVEL=info): the user's choice, the latency path, the cost model's choice across
   // nodes or the measured crossovers, with the model's predicted times of the candidates.
@@ -45,7 +51,7 @@ class AlgorithmChoice {
 
   const CommConfig& config_;
   const Membership& m_;
-  std::map<std::tuple<int, uint64_t, int, int, int, bool, std::string>, Schedule> schedules_;
+  std::map<std::tuple<int, uint64_t, int, int, int, bool, std::string>, std::shared_ptr<const Schedule>> schedules_;
   std::map<std::pair<int, uint64_t>, std::string> planned_;  // cost model's choice per (kind, bytes)
   std::unique_ptr<topo::NodeSummary> node_summary_;          // this node's topology, for the cost model
   std::vector<int> ring_;

@@ -59,4 +59,9 @@ void check_arguments(const CollectiveArgs& a, const void* send, const void* recv
   }
 }
 
+void fail_shrunk(std::string_view what) {
+  fail(ErrorCode::kInvalidUsage, "{}: the communicator was shrunk (weftCommShrink): use the new one; this one can only be destroyed",
+       what);
+}
+
 }  // namespace weft

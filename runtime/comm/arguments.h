@@ -12,4 +12,7 @@ CollectiveArgs with_in_place(const CollectiveArgs& args, const void* send, const
 // buffer that must hold data, or buffers that overlap without being in place.
 void check_arguments(const CollectiveArgs& a, const void* send, const void* recv, int rank, int size);
 
+// A call on a communicator that weftCommShrink replaced.
+[[noreturn]] void fail_shrunk(std::string_view what);
+
 }  // namespace weft

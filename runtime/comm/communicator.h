@@ -142,11 +142,22 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
  private:
   explicit Communicator(CommInit init);
+  Engine engine();  // the progress engine's hooks into this communicator
   // Validates the call and checks that the communicator can take it; returns the call with its
   // in-place flag set, and the CUDA device of its buffers (-1: host).
   CollectiveArgs admit(const CollectiveArgs& args, const void* send, const void* recv, SubmitMode mode, void* stream,
                        bool& on_stream, int& device);
-  void execute(const std::shared_ptr<Operation>& w);
+  // Runs w to its end on this thread (the paths that do not run in flight, and every blocking
+  // call on an idle communicator); `others` drives the operations in flight while it waits.
+  void execute(const std::shared_ptr<Operation>& w, const std::function<bool()>& others);
+  // The progress engine's start of w: a schedule goes in flight (ScheduledOp, dispatch.cc);
+  // false for the paths that run alone (latency path, node-shared buffers, NCCL).
+  bool begin(const std::shared_ptr<Operation>& w, std::unique_ptr<InFlight>& out);
+  class ScheduledOp;
+  friend class ScheduledOp;
+  // Scratch for the schedules in flight, one pool each, reused.
+  std::unique_ptr<ScratchPool> take_scratch();
+  void give_scratch(std::unique_ptr<ScratchPool> s);
   // The latency path for call number seq (ShmDirect). start: when the call started, or zero.
   // Returns the call's start: `start`, or when zero the time its first wait set (zero: it never waited).
   // Runs a call on the shared-memory path; returns when its waiting began (zero if it never
@@ -154,7 +165,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // is false when some rank's buffers were not such (nothing ran: run the schedule).
   std::chrono::steady_clock::time_point run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
                                                    uint64_t record, std::chrono::steady_clock::time_point start,
-                                                   bool window = false, bool* ran = nullptr);
+                                                   const std::function<bool()>& others, bool window = false,
+                                                   bool* ran = nullptr);
   // A call that succeeded, started at t0 and ended at t1: the flight recorder's record, metrics
   // and the algorithm log. forced: the algorithm the call was stamped with ("" = automatic).
   void observe(const CollectiveArgs& a, const std::string& forced, uint64_t seq, uint64_t record,
@@ -162,7 +174,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // Stops the queue (after what it holds), releases NCCL, the direct path and the transport, and
   // withdraws this rank's death notice: destroy() and a successful shrink.
   void release();
-  void run_host(Operation& w, std::chrono::steady_clock::time_point t0);
+  void run_host(Operation& w, std::chrono::steady_clock::time_point t0, const std::function<bool()>& others);
   // The NCCL path: creates the NCCL communicator on first use, runs w on it; a device all-reduce
   // across nodes with WEFT_GPU_HIERARCHICAL=1 takes the hierarchical path instead.
   void run_device(Operation& w, std::chrono::steady_clock::time_point t0);
@@ -181,7 +193,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   FailureWatch failures_;
   AlgorithmChoice algorithms_;
   Executor executor_;
-  ScratchPool scratch_;
+  ScratchPool scratch_;  // the blocking calls'
+  std::mutex scratch_mu_;
+  std::vector<std::unique_ptr<ScratchPool>> spare_scratch_;
   std::unique_ptr<OperationQueue> queue_;
   int split_count_ = 0;
   // One Operation reused by blocking calls that take the queue (no allocation, mutex and

@@ -5,42 +5,57 @@
 
 namespace weft {
 
-OperationQueue::OperationQueue(int rank, int size, std::string algorithm, Execute execute)
-    : rank_(rank), execute_(std::move(execute)), algo_(std::move(algorithm)), p2p_send_seq_(size, 0), p2p_recv_seq_(size, 0) {}
+using Clock = std::chrono::steady_clock;
+
+OperationQueue::OperationQueue(int rank, int size, std::string algorithm, Engine engine)
+    : rank_(rank),
+      engine_(std::move(engine)),
+      algo_(std::move(algorithm)),
+      p2p_send_seq_(size, 0),
+      p2p_recv_seq_(size, 0),
+      waiter_(engine_.spin) {
+  drive_fn_ = [this] { return drive(); };
+}
 
 OperationQueue::~OperationQueue() { stop(); }
 
-void OperationQueue::submit(const std::shared_ptr<Operation>& w, bool async) {
-  std::unique_lock<std::mutex> q(mu_);
-  w->algo_ = algo_;
-  const CollectiveKind kind = w->args_.kind;
+void OperationQueue::number(Operation& w) {
+  const CollectiveKind kind = w.args_.kind;
+  w.algo_ = engine_.applies(algo_, kind) ? algo_ : std::string();
   if (kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv) {
     // Point-to-point messages are numbered per peer and direction (the tag's top bit set).
     auto& seq = kind == CollectiveKind::kSend ? p2p_send_seq_ : p2p_recv_seq_;
-    w->seq_ = seq[w->args_.root]++;
-    w->tag_seq_ = static_cast<uint16_t>(0x8000u | (w->seq_ & 0x7fffu));
+    w.seq_ = seq[w.args_.root]++;
+    w.tag_seq_ = static_cast<uint16_t>(0x8000u | (w.seq_ & 0x7fffu));
   } else {
-    w->seq_ = next_seq_++;
-    w->tag_seq_ = static_cast<uint16_t>(w->seq_ & 0x7fffu);
+    w.seq_ = next_seq_++;
+    w.tag_seq_ = static_cast<uint16_t>(w.seq_ & 0x7fffu);
   }
-  w->record_ = next_record_++;
-  if (!async && !running_ && queue_.empty()) {
-    running_ = true;
+  w.record_ = next_record_++;
+}
+
+void OperationQueue::submit(const std::shared_ptr<Operation>& w, bool async) {
+  std::unique_lock<std::mutex> q(mu_);
+  number(*w);
+  if (!async && !inline_ && !busy_ && queue_.empty()) {
+    inline_ = true;
     q.unlock();
-    execute_(w);
+    engine_.execute(w, {});
     q.lock();
-    running_ = false;
+    inline_ = false;
     const bool more = !queue_.empty();
     q.unlock();
     if (more) cv_.notify_all();
     return;
   }
   w->queued_ = true;
-  if (recorder_) recorder_->queued(w->record_, w->seq_, w->args_, std::chrono::steady_clock::now());
+  if (recorder_) recorder_->queued(w->record_, w->seq_, w->args_, Clock::now());
   queue_.push_back(w);
   if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+  const bool wake = busy_;
   q.unlock();
   cv_.notify_all();
+  if (wake) engine_.wake();  // the thread may sleep on the transport with operations in flight
   if (!async) {
     while (!w->test()) w->wait_done(std::chrono::hours(24));
   }
@@ -58,7 +73,7 @@ std::string OperationQueue::algorithm() {
 
 void OperationQueue::wait_idle() {
   std::unique_lock<std::mutex> q(mu_);
-  cv_.wait(q, [&] { return queue_.empty() && !running_; });
+  cv_.wait(q, [&] { return queue_.empty() && !busy_ && !inline_; });
 }
 
 void OperationQueue::stop() {
@@ -70,20 +85,78 @@ void OperationQueue::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+bool OperationQueue::drive() {
+  bool moved = engine_.poll();
+  for (size_t k = 0; k < active_.size();) {
+    moved |= active_[k]->advance();
+    if (active_[k]->finished()) {
+      active_[k] = std::move(active_.back());
+      active_.pop_back();
+      moved = true;
+    } else {
+      ++k;
+    }
+  }
+  return moved;
+}
+
 void OperationQueue::loop() {
   set_log_rank(rank_);
   std::unique_lock<std::mutex> q(mu_);
+  std::deque<std::shared_ptr<Operation>> starting;
   for (;;) {
-    cv_.wait(q, [&] { return (stopping_ && queue_.empty()) || (!queue_.empty() && !running_); });
-    if (queue_.empty()) break;
-    auto w = queue_.front();
-    queue_.pop_front();
-    running_ = true;
+    if (active_.empty()) {
+      busy_ = false;
+      cv_.notify_all();  // wait_idle()
+      cv_.wait(q, [&] { return (!queue_.empty() && !inline_) || (stopping_ && queue_.empty()); });
+      if (queue_.empty()) break;
+    }
+    if (inline_) {
+      // Only with operations in flight can the thread get here while a blocking call runs
+      // inline: never (inline calls need an idle queue), but keep the transport single-threaded.
+      cv_.wait(q, [&] { return !inline_; });
+    }
+    busy_ = true;
+    starting.swap(queue_);
     q.unlock();
-    execute_(w);
+    // Start what arrived, in submission order.
+    for (auto& w : starting) {
+      std::unique_ptr<InFlight> f;
+      if (engine_.begin(w, f)) {
+        if (f) active_.push_back(std::move(f));
+      } else {
+        engine_.execute(w, active_.empty() ? std::function<bool()>() : drive_fn_);
+      }
+      waiter_.moved();
+    }
+    starting.clear();
+    // Advance everything in flight; wait when nothing moved.
+    if (!active_.empty()) {
+      if (drive()) {
+        waiter_.moved();
+      } else {
+        const auto now = Clock::now();
+        const Waiter::Phase phase = waiter_.idle(now);
+        if (phase != Waiter::Phase::kSpin) {
+          for (auto& f : active_) f->idle(now);
+          for (size_t k = 0; k < active_.size();) {
+            if (active_[k]->finished()) {
+              active_[k] = std::move(active_.back());
+              active_.pop_back();
+            } else {
+              ++k;
+            }
+          }
+        }
+        if (phase == Waiter::Phase::kSleep && !active_.empty()) {
+          q.lock();
+          const bool more = !queue_.empty();
+          q.unlock();
+          if (!more) engine_.sleep(now + std::chrono::milliseconds(50));
+        }
+      }
+    }
     q.lock();
-    running_ = false;
-    cv_.notify_all();
   }
 }
 

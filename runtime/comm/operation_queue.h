@@ -1,10 +1,20 @@
-// OperationQueue: the order in which a communicator's operations run. Every operation gets its
-// sequence number (the tag's) here, in submission order. A blocking call on an idle queue runs
-// inline on the caller's thread (no hand-off, the lowest latency); asynchronous calls go, in
-// order, to a progress thread started on first use, which runs one at a time and sleeps on a
-// condition variable when the queue is empty (an idle communicator costs no CPU). A blocking
-// call made while async work is queued waits behind it.
+// OperationQueue: the order in which a communicator's operations start, and the progress engine
+// that advances every operation in flight at once. Every operation gets its sequence number (the
+// tag's) here, in submission order: collectives one sequence, point-to-point messages one per peer
+// and direction, so that no two operations in flight share a tag.
+//
+// A blocking call on an idle communicator runs inline on the caller's thread (no hand-off, the
+// lowest latency). Everything else goes, in order, to a progress thread started on first use. It
+// starts each operation as soon as it reaches it: one that runs as a schedule (every
+// point-to-point message, and collectives on the scheduled algorithms) joins the operations in
+// flight, which the thread advances together (poll the transport once, advance each) and waits
+// for with one Waiter; one that runs as a blocking protocol of its own (the shared-memory latency
+// path, node-shared buffers, NCCL) runs there and then, driving the operations in flight whenever
+// it waits. So sends and receives posted in any order complete once each has its match, and many
+// collectives move at once. The thread sleeps on a condition variable when nothing is in flight
+// (an idle communicator costs no CPU).
 #pragma once
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -14,60 +24,94 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/base/waiter.h"
 #include "runtime/comm/operation.h"
 
 namespace weft {
 
 class FlightRecorder;
 
+// An operation in flight on the progress thread, beside others. It ends its Operation itself
+// (successfully or with its error) and then reports finished().
+class InFlight {
+ public:
+  virtual ~InFlight() = default;
+  // Posts and collects what it can without waiting; true when anything moved.
+  virtual bool advance() = 0;
+  // Nothing moved for a while: the checks that end a wait (deadline, weftCommAbort, a dead peer).
+  virtual void idle(std::chrono::steady_clock::time_point now) = 0;
+  virtual bool finished() const = 0;
+};
+
+// What the progress engine needs from its communicator.
+struct Engine {
+  // Starts w in flight (true; `out` is null when it already ended), or returns false: w runs alone
+  // with execute().
+  std::function<bool(const std::shared_ptr<Operation>& w, std::unique_ptr<InFlight>& out)> begin;
+  // Runs w to its end on this thread; `others` drives the operations in flight while it waits
+  // (true when one moved; empty when none are).
+  std::function<void(const std::shared_ptr<Operation>& w, const std::function<bool()>& others)> execute;
+  std::function<bool()> poll;                                          // drives the transport
+  std::function<void(std::chrono::steady_clock::time_point)> sleep;  // until an event, wake() or then
+  std::function<void()> wake;                                         // any thread
+  // Whether a forced algorithm id has a row for this collective (the others keep the automatic choice).
+  std::function<bool(const std::string&, CollectiveKind)> applies;
+  std::chrono::microseconds spin{50};
+};
+
 class OperationQueue {
  public:
-  using Execute = std::function<void(const std::shared_ptr<Operation>&)>;
-  OperationQueue(int rank, int size, std::string algorithm, Execute execute);
+  OperationQueue(int rank, int size, std::string algorithm, Engine engine);
   ~OperationQueue();
   OperationQueue(const OperationQueue&) = delete;
   OperationQueue& operator=(const OperationQueue&) = delete;
 
   // Numbers op, stamps it with the algorithm in force, and runs it (inline when blocking and
-  // idle) or queues it. A blocking call returns once op has finished.
+  // idle) or hands it to the progress thread. A blocking call returns once op has finished.
   void submit(const std::shared_ptr<Operation>& op, bool async);
-  // A blocking call's fast path: if nothing is queued or running and the algorithm in force is
-  // the automatic one, numbers the call and runs fn(seq, record) on the caller's thread, returning true
-  // once it returned; otherwise returns false at once, having numbered nothing. fn must not throw.
+  // A blocking call's fast path: if nothing is queued or in flight and no forced algorithm applies
+  // to `kind`, numbers the call and runs fn(seq, record) on the caller's thread, returning true once
+  // it returned; otherwise returns false at once, having numbered nothing. fn must not throw.
   template <class Fn>
-  bool run_inline(Fn&& fn) {
+  bool run_inline(CollectiveKind kind, Fn&& fn) {
     std::unique_lock<std::mutex> q(mu_);
-    if (running_ || !queue_.empty() || !algo_.empty()) return false;
+    if (inline_ || busy_ || !queue_.empty() || (!algo_.empty() && engine_.applies(algo_, kind))) return false;
     const uint64_t seq = next_seq_++;
     const uint64_t record = next_record_++;
-    running_ = true;
+    inline_ = true;
     q.unlock();
     fn(seq, record);
     q.lock();
-    running_ = false;
+    inline_ = false;
     q.unlock();
     cv_.notify_all();  // the progress thread (queued meanwhile) or wait_idle()
     return true;
   }
-  // The algorithm id stamped on operations submitted from now on ("" = automatic).
+  // The algorithm id stamped on the operations submitted from now on that it applies to ("" =
+  // automatic).
   void set_algorithm(std::string id);
   std::string algorithm();
-  // Operations queued for the progress thread are recorded here as queued (nullptr: none).
+  // Operations handed to the progress thread are recorded here as queued (nullptr: none).
   void set_recorder(FlightRecorder* recorder) { recorder_ = recorder; }
-  // Returns once nothing is queued or running.
+  // Returns once nothing is queued or in flight.
   void wait_idle();
-  // Runs what is queued, then ends the progress thread.
+  // Runs what is queued and in flight to its end, then ends the progress thread.
   void stop();
 
  private:
+  void number(Operation& w);
   void loop();
+  // One round over the operations in flight: poll, advance each, drop the finished; true when
+  // anything moved.
+  bool drive();
 
   const int rank_;
-  Execute execute_;
+  Engine engine_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::shared_ptr<Operation>> queue_;
-  bool running_ = false;  // an operation is executing (inline or on the thread)
+  bool inline_ = false;  // a blocking call runs on its caller's thread
+  bool busy_ = false;    // the progress thread has operations started or in flight
   bool stopping_ = false;
   std::thread thread_;
   std::string algo_;
@@ -75,6 +119,10 @@ class OperationQueue {
   uint64_t next_record_ = 0;
   FlightRecorder* recorder_ = nullptr;
   std::vector<uint16_t> p2p_send_seq_, p2p_recv_seq_;  // per peer
+  // The progress thread's own.
+  std::vector<std::unique_ptr<InFlight>> active_;
+  std::function<bool()> drive_fn_;
+  Waiter waiter_;
 };
 
 }  // namespace weft

@@ -155,6 +155,43 @@ def extras():
     if objs != [{"rank": r, "name": "x" * r} for r in range(size)]:
         failures.append("all_gather_object")
     dist.barrier()
+    # batch_isend_irecv with every receive posted before any send (issue 43: a deadlock until the
+    # timeout while the communicator ran one operation at a time), sizes from a few bytes to 2 MiB.
+    for n in (3, 4099, 524288):
+        ins = {p: torch.zeros(n) for p in range(size) if p != rank}
+        ops = [dist.P2POp(dist.irecv, ins[p], p) for p in ins]
+        ops += [dist.P2POp(dist.isend, torch.full((n,), float(100 * rank + p)), p) for p in ins]
+        for w in dist.batch_isend_irecv(ops):
+            w.wait()
+        for p, t in ins.items():
+            check(f"batch_isend_irecv {n} from {p}", t, torch.full((n,), float(100 * p + rank)))
+
+    # Coalesced calls (one Weft call each) and several tensors per process (reduced together, as gloo).
+    ts = [data(rank, 5 + 3 * i, torch.float32, salt=i) for i in range(3)]
+    dist.all_reduce_coalesced(ts)
+    for i, t in enumerate(ts):
+        check(f"all_reduce_coalesced {i}", t, reduce_ref([data(r, 5 + 3 * i, torch.float32, salt=i) for r in range(size)],
+                                                         "sum", torch.float32))
+    ins = [data(rank, 4 + i, torch.float64, salt=i) for i in range(2)]
+    outs = [[torch.empty(4 + i, dtype=torch.float64) for i in range(2)] for _ in range(size)]  # outs[r][i]
+    dist.all_gather_coalesced(outs, ins)
+    for i in range(2):
+        for r in range(size):
+            check(f"all_gather_coalesced {i} from {r}", outs[r][i], data(r, 4 + i, torch.float64, salt=i))
+    pair = [data(rank, 6, torch.float32, salt=1), data(rank, 6, torch.float32, salt=2)]
+    dist.all_reduce_multigpu(pair)
+    want = reduce_ref([data(r, 6, torch.float32, salt=s) for r in range(size) for s in (1, 2)], "sum", torch.float32)
+    for t in pair:
+        check("all_reduce of a tensor list", t, want)
+    # A sparse COO tensor, SUM (gloo's one op for sparse): every rank holds entries of its own.
+    i = torch.tensor([[rank, rank + 1], [0, 2]])
+    sp = torch.sparse_coo_tensor(i, torch.tensor([1.0 + rank, 2.0]), (size + 1, 3))
+    dist.all_reduce(sp)
+    dense = torch.zeros(size + 1, 3)
+    for r in range(size):
+        dense[r, 0] += 1.0 + r
+        dense[r + 1, 2] += 2.0
+    check("all_reduce sparse", sp.to_dense(), dense)
 
 
 def expect_error(what, fn, text):

@@ -279,6 +279,7 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
         continue;
       }
       const auto now = Clock::now();
+      if (ctx.others) ctx.others();  // drive the operations in flight beside this call
       if (now < t0 + spin) continue;
       if (ctx.wait && !noted) {  // past the spin: the flight recorder shows whom this call waits for
         ctx.wait->note(r, 0, 0);
@@ -305,7 +306,8 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
       if (heavy_sleeps_) fence().heavy();
       seen = f->seq.load(std::memory_order_seq_cst);
       if (!reached(seen, c)) {
-        timespec ts{0, 5'000'000};
+        // With operations in flight beside this call, look at them every 100 us.
+        timespec ts{0, ctx.others ? 100'000 : 5'000'000};
         shm_futex(&f->seq, FUTEX_WAIT, seen, &ts);
       }
       f->sleepers.fetch_sub(1, std::memory_order_seq_cst);

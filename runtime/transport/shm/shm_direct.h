@@ -38,6 +38,9 @@ struct DirectContext {
   uint16_t signature = 0;                  // call_signature(args)
   Transport* transport = nullptr;          // asked (every ~5 ms) whether a peer died
   WaitNote* wait = nullptr;                // noted once a wait outlasts the spin (flight recorder)
+  // The communicator's operations in flight (progress thread): driven while this call waits, so
+  // that a peer waiting on one of them (a send still queued here) reaches this call. Empty: none.
+  std::function<bool()> others;
   std::atomic<int64_t>* record_start = nullptr;  // given `start` when the first wait sets it (flight recorder)
 };
 

@@ -31,7 +31,8 @@ void ucx_check(const char* what, ucs_status_t st) {
 inline ucp_tag_t wire_tag(int src, uint64_t tag) { return (static_cast<uint64_t>(src) << kTagBits) | (tag & kTagMask); }
 
 void send_cb(void* request, ucs_status_t status, void* user_data) {
-  auto* op = static_cast<TransportOp*>(user_data);
+  auto* op = static_cast<UcxTransport::Link*>(user_data)->op;
+  if (!op) return;  // cut by shutdown: the operation has been failed and may be gone
   if (status != UCS_OK) {
     op->error = ErrorCode::kRemoteError;
     op->error_message = ucs_status_string(status);
@@ -41,7 +42,8 @@ void send_cb(void* request, ucs_status_t status, void* user_data) {
 }
 
 void recv_cb(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
-  auto* op = static_cast<TransportOp*>(user_data);
+  auto* op = static_cast<UcxTransport::Link*>(user_data)->op;
+  if (!op) return;  // cut by shutdown
   if (info) {
     op->bytes = info->length;
     op->sender_tag = info->sender_tag & kTagMask;
@@ -197,14 +199,27 @@ std::string UcxTransport::peer_failure(int peer) const {
   return failures_[peer];
 }
 
-void UcxTransport::track(void* request, bool is_recv) { outstanding_.push_back({request, is_recv}); }
+UcxTransport::Link* UcxTransport::link(TransportOp* op) {
+  Link* l;
+  if (free_links_.empty()) {
+    l = &links_.emplace_back();
+  } else {
+    l = free_links_.back();
+    free_links_.pop_back();
+  }
+  l->op = op;
+  return l;
+}
+
+void UcxTransport::track(void* request, bool is_recv, Link* l) { outstanding_.push_back({request, is_recv, l}); }
 
 void UcxTransport::sweep() {
   // Requests are freed here rather than in their callbacks, so that every pointer in
   // outstanding_ stays valid until UCX has finished with it (shutdown may still cancel it).
-  std::erase_if(outstanding_, [](const Outstanding& o) {
+  std::erase_if(outstanding_, [this](const Outstanding& o) {
     if (ucp_request_check_status(o.req) == UCS_INPROGRESS) return false;
     ucp_request_free(o.req);
+    free_links_.push_back(o.link);
     return true;
   });
 }
@@ -222,18 +237,21 @@ void UcxTransport::post_send(int peer, uint64_t tag, const void* buf, size_t len
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE;
   p.cb.send = send_cb;
-  p.user_data = op;
+  Link* l = link(op);
+  p.user_data = l;
   p.datatype = ucp_dt_make_contig(1);
   void* req = ucp_tag_send_nbx(eps_[peer], buf, len, wire_tag(rank_, tag), &p);
   if (req == nullptr) {
+    free_links_.push_back(l);
     op->state.store(TransportOp::kDone, std::memory_order_release);
   } else if (UCS_PTR_IS_ERR(req)) {
+    free_links_.push_back(l);
     op->error = ErrorCode::kRemoteError;
     op->error_message = ucs_status_string(UCS_PTR_STATUS(req));
     op->state.store(TransportOp::kFailed, std::memory_order_release);
   } else {
     op->impl = req;
-    track(req, false);
+    track(req, false, l);
   }
 }
 
@@ -253,23 +271,26 @@ void UcxTransport::post_recv(int peer, uint64_t tag, uint64_t mask, void* buf, s
   p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_DATATYPE |
                    UCP_OP_ATTR_FIELD_RECV_INFO | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
   p.cb.recv = recv_cb;
-  p.user_data = op;
+  Link* l = link(op);
+  p.user_data = l;
   p.datatype = ucp_dt_make_contig(1);
   p.recv_info.tag_info = &info;
   ucp_tag_t full_mask = (uint64_t{0xffff} << kTagBits) | (mask & kTagMask);
   void* req = ucp_tag_recv_nbx(worker_, buf, len, wire_tag(peer, tag), full_mask, &p);
   if (req == nullptr) {
+    free_links_.push_back(l);
     op->bytes = info.length;
     op->sender_tag = info.sender_tag & kTagMask;
     op->state.store(TransportOp::kDone, std::memory_order_release);
   } else if (UCS_PTR_IS_ERR(req)) {
+    free_links_.push_back(l);
     ucs_status_t st = UCS_PTR_STATUS(req);
     op->error = st == UCS_ERR_MESSAGE_TRUNCATED ? ErrorCode::kInvalidUsage : ErrorCode::kRemoteError;
     op->error_message = ucs_status_string(st);
     op->state.store(TransportOp::kFailed, std::memory_order_release);
   } else {
     op->impl = req;
-    track(req, true);
+    track(req, true, l);
   }
 }
 
@@ -321,6 +342,16 @@ void UcxTransport::shutdown(const std::string& why) {
     if (Clock::now() > deadline) {
       WEFT_LOG_ERROR("UCX shutdown: {} operations still pending after 10 s ({})", outstanding_.size(), why);
       break;
+    }
+  }
+  // What UCX still holds (sends whose peer never asked for the data) fails now, and its callback
+  // is cut off from the operation: each one has left kPending when this returns.
+  for (auto& o : outstanding_) {
+    if (TransportOp* op = o.link->op) {
+      op->error = ErrorCode::kRemoteError;
+      op->error_message = why;
+      op->state.store(TransportOp::kFailed, std::memory_order_release);
+      o.link->op = nullptr;
     }
   }
 }

@@ -10,6 +10,7 @@
 #pragma once
 #include <ucp/api/ucp.h>
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,8 +44,16 @@ class UcxTransport : public Transport {
 
   void on_peer_error(int peer, ucs_status_t status);
 
+  // A request's callback reaches its TransportOp through a Link the transport owns: shutdown cuts
+  // the links of the requests UCX still holds (a rendezvous send to a dead peer may never end), so
+  // that a late callback cannot write into an operation its owner has freed meanwhile.
+  struct Link {
+    TransportOp* op = nullptr;
+  };
+
  private:
-  void track(void* request, bool is_recv);
+  Link* link(TransportOp* op);
+  void track(void* request, bool is_recv, Link* l);
   void sweep();
   void close_endpoints(bool force);
 
@@ -61,7 +70,10 @@ class UcxTransport : public Transport {
   struct Outstanding {
     void* req;
     bool is_recv;
+    Link* link;
   };
+  std::deque<Link> links_;
+  std::vector<Link*> free_links_;
   std::vector<Outstanding> outstanding_;  // UCX requests not yet freed
   bool shut_ = false;
   mutable std::mutex failure_mu_;

@@ -1,0 +1,81 @@
+// Many operations in flight on one communicator, in real processes (process/inflight_main.cc), over
+// shared memory ("auto") and UCX: receives posted before their sends, K messages around a ring in
+// mixed orders, two communicators waited in opposite orders, all-reduces overlapping in time (read
+// from the flight recorder), and a rank dying with 8 all-reduces in flight.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "support/spawn.h"
+
+using weft::test::dump;
+using weft::test::run_job;
+
+namespace {
+
+void expect_ok(const std::vector<weft::test::RankResult>& rs, const std::string& what, int skip = -1) {
+  for (size_t r = 0; r < rs.size(); ++r) {
+    if (static_cast<int>(r) == skip) continue;
+    EXPECT_EQ(rs[r].status, 0) << dump(rs);
+    EXPECT_NE(rs[r].output.find("OK " + what), std::string::npos) << dump(rs);
+  }
+}
+
+class InFlight : public ::testing::TestWithParam<const char*> {
+ protected:
+  std::vector<std::string> env(std::vector<std::string> more = {}) const {
+    more.push_back(std::string("WEFT_TRANSPORT=") + GetParam());
+    more.push_back("WEFT_TIMEOUT_MS=30000");
+    return more;
+  }
+};
+
+TEST_P(InFlight, ReceivesPostedBeforeSends) {
+  for (int n : {2, 3}) expect_ok(run_job(n, {WEFT_TEST_INFLIGHT, "recv-first"}, env(), std::chrono::seconds(90)), "recv-first");
+}
+
+TEST_P(InFlight, MessagesAroundARingInMixedOrders) {
+  expect_ok(run_job(3, {WEFT_TEST_INFLIGHT, "ring", "64"}, env(), std::chrono::seconds(90)), "ring 64");
+}
+
+TEST_P(InFlight, TwoCommunicatorsWaitedInOppositeOrders) {
+  expect_ok(run_job(2, {WEFT_TEST_INFLIGHT, "two-comms"}, env(), std::chrono::seconds(90)), "two-comms");
+}
+
+// The flight recorder of rank 0 shows the asynchronous all-reduces overlapping: one starts before
+// another has finished.
+TEST_P(InFlight, AsyncAllReducesOverlapInTime) {
+  const auto dir = std::filesystem::temp_directory_path() / ("weft-inflight-" + std::to_string(::getpid()) + GetParam());
+  std::filesystem::remove_all(dir);
+  auto rs = run_job(2, {WEFT_TEST_INFLIGHT, "overlap", "8"}, env({"WEFT_DUMP_DIR=" + dir.string()}), std::chrono::seconds(90));
+  expect_ok(rs, "overlap 8");
+  std::ifstream f(dir / "rank0.json");
+  ASSERT_TRUE(f.good()) << "no flight recorder dump in " << dir;
+  const auto j = nlohmann::json::parse(f);
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& c : j["communicators"])
+    for (const auto& op : c["ops"])
+      if (op["collective"] == "allreduce" && op["state"] == "done")
+        spans.emplace_back(op["started_us"].get<double>(), op["finished_us"].get<double>());
+  ASSERT_GE(spans.size(), 16u) << j.dump(1);
+  int overlapping = 0;
+  for (size_t a = 0; a < spans.size(); ++a)
+    for (size_t b = a + 1; b < spans.size(); ++b)
+      if (spans[a].first < spans[b].second && spans[b].first < spans[a].second) ++overlapping;
+  std::printf("[ figure ] WEFT_TRANSPORT=%s: %d overlapping pairs of %zu all-reduces\n", GetParam(), overlapping, spans.size());
+  EXPECT_GE(overlapping, 8) << j.dump(1);
+  std::filesystem::remove_all(dir);
+}
+
+// A rank exits with 8 all-reduces in flight: every one fails on every survivor within the
+// timeout, and weftCommShrink works afterwards.
+TEST_P(InFlight, ADeadPeerFailsEveryOperationInFlight) {
+  auto rs = run_job(3, {WEFT_TEST_INFLIGHT, "fault"}, env({"WEFT_TIMEOUT_MS=20000"}), std::chrono::seconds(90));
+  expect_ok(rs, "fault", 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, InFlight, ::testing::Values("auto", "ucx"));
+
+}  // namespace
