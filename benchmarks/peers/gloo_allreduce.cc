@@ -1,8 +1,11 @@
 // Peer harness for benchmarks/compare: Gloo's allreduce (ring, float32 sum, out of place) over its
-// TCP device on loopback, rendezvous through a FileStore; timed exactly as weft-perf times Weft.
+// TCP device on loopback, rendezvous through a FileStore; timed exactly as weft-perf times Weft:
+// time per call = elapsed / N, the MAXIMUM over ranks (weft-perf and nccl-tests' -a 3).
 //
 //   peer_gloo_allreduce RANK SIZE STORE_DIR SIZE:ITERS:WARMUP[,...]
-// prints CSV on rank 0: size,time_us,algbw,busbw,wrong
+// prints CSV on rank 0: size,time_us,algbw,busbw,wrong. Every rank sends rank+1 in every element,
+// so every element of the result must be n(n+1)/2; wrong = the elements of the last timed call's
+// result that differ from it, summed over ranks (0: all right).
 #include <gloo/allreduce.h>
 #include <gloo/barrier.h>
 #include <gloo/math.h>
@@ -15,6 +18,7 @@
 #include <cstdlib>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 int main(int argc, char** argv) {
@@ -48,14 +52,18 @@ int main(int argc, char** argv) {
 
   std::vector<float> send(max / sizeof(float), static_cast<float>(rank + 1)), recv(max / sizeof(float), 0.0f);
   uint32_t tag = 0;
-  auto allreduce = [&](const float* in, float* out, size_t count) {
+  auto allreduce_with = [&](auto* in, auto* out, size_t count, void (*fn)(void*, const void*, const void*, size_t)) {
+    using T = std::remove_pointer_t<decltype(out)>;
     gloo::AllreduceOptions o(ctx);
-    o.setInput(const_cast<float*>(in), count);
+    o.setInput(const_cast<T*>(in), count);
     o.setOutput(out, count);
     o.setAlgorithm(gloo::AllreduceOptions::Algorithm::RING);
-    o.setReduceFunction(static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    o.setReduceFunction(fn);
     o.setTag(tag++);
     gloo::allreduce(o);
+  };
+  auto allreduce = [&](const float* in, float* out, size_t count) {
+    allreduce_with(in, out, count, &gloo::sum<float>);
   };
   auto barrier = [&] {
     gloo::BarrierOptions o(ctx);
@@ -69,15 +77,16 @@ int main(int argc, char** argv) {
     barrier();
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < p.iters; ++i) allreduce(send.data(), recv.data(), count);
-    float per = std::chrono::duration<float>(std::chrono::steady_clock::now() - t0).count() / std::max(1, p.iters);
-    float wrong = 0, sums[2] = {per, 0}, totals[2];
+    double per = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(1, p.iters);
+    double t = 0, wrong = 0, all_wrong = 0;
     const float want = static_cast<float>(n * (n + 1) / 2);
     for (size_t i = 0; i < count; ++i) wrong += recv[i] != want;
-    sums[1] = wrong;
-    allreduce(sums, totals, 2);
-    double t = totals[0] / n, algbw = static_cast<double>(count * sizeof(float)) / t / 1e9;
+    allreduce_with(&per, &t, 1, &gloo::max<double>);
+    allreduce_with(&wrong, &all_wrong, 1, &gloo::sum<double>);
+    const double algbw = static_cast<double>(count * sizeof(float)) / t / 1e9;
     if (rank == 0) {
-      std::printf("%zu,%.3f,%.4f,%.4f,%.0f\n", count * sizeof(float), t * 1e6, algbw, algbw * 2.0 * (n - 1) / n, totals[1]);
+      std::printf("%zu,%.3f,%.4f,%.4f,%.0f\n", count * sizeof(float), t * 1e6, algbw, algbw * 2.0 * (n - 1) / n,
+                  all_wrong);
       std::fflush(stdout);
     }
   }

@@ -1,9 +1,12 @@
 /* Peer harness for benchmarks/compare: MPI_Allreduce (float32, sum, out of place) timed exactly
  * as weft-perf times Weft: buffers allocated once at the largest size and touched, W warm-up
- * calls, a barrier, N timed calls, time per call = elapsed / N averaged over ranks (-a 1).
+ * calls, a barrier, N timed calls, time per call = elapsed / N, the MAXIMUM over ranks (weft-perf
+ * and nccl-tests' -a 3: the call is done when its slowest rank is).
  *
  *   mpirun -np 2 peer_mpi_allreduce SIZE:ITERS:WARMUP[,...]
- * prints CSV on rank 0: size,time_us,algbw,busbw,wrong */
+ * prints CSV on rank 0: size,time_us,algbw,busbw,wrong. Every rank sends rank+1 in every element,
+ * so every element of the result must be n(n+1)/2; wrong = the elements of the last timed call's
+ * result that differ from it, summed over ranks (0: all right). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,13 +43,13 @@ int main(int argc, char** argv) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int i = 0; i < iters[j]; ++i) MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    double per = (MPI_Wtime() - t0) / (iters[j] > 0 ? iters[j] : 1), sum = 0;
-    MPI_Allreduce(&per, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    double per = (MPI_Wtime() - t0) / (iters[j] > 0 ? iters[j] : 1), t = 0;
+    MPI_Allreduce(&per, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     long wrong = 0, all = 0;
     const float want = (float)(n * (n + 1) / 2);
     for (int i = 0; i < count; ++i) wrong += recv[i] != want;
     MPI_Reduce(&wrong, &all, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
-    double t = sum / n, bytes = (double)count * sizeof(float), algbw = bytes / t / 1e9;
+    double bytes = (double)count * sizeof(float), algbw = bytes / t / 1e9;
     if (rank == 0) {
       printf("%zu,%.3f,%.4f,%.4f,%ld\n", (size_t)count * sizeof(float), t * 1e6, algbw, algbw * 2.0 * (n - 1) / n, all);
       fflush(stdout);
