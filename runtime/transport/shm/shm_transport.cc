@@ -43,8 +43,13 @@ struct alignas(64) RingHead {
   std::atomic<uint64_t> tail;  // written by the receiver: every seq below is consumed
   char pad2[56];
   std::atomic<uint32_t> chunk_busy[kChunks];  // set by the sender, cleared by the receiver
-  char pad3[64 - 4 * kChunks];
+  // Set by the sender while a send waits for a descriptor or a staging chunk, cleared once its
+  // backlog is empty: an idle receiver then takes every message off the ring, whether or not it
+  // has posted its receive yet (take_unexpected_messages says why).
+  std::atomic<uint32_t> sender_blocked;
+  char pad3[64 - 4 * kChunks - 4];
 };
+static_assert(sizeof(RingHead) == 192, "ring head layout");
 
 uint64_t g_probe_word = 0x5745465450524f42ULL;
 
@@ -190,14 +195,23 @@ bool ShmTransport::try_send(int peer, const PendingSend& s) {
   Peer& p = peers_[peer];
   collect_acks(peer);
   RingHead* ring = ring_of(base_, local_size_, my_local_, p.local);
+  // Out of descriptors or staging chunks: tell the receiver, which then frees them all, even
+  // those holding messages it has no receive for yet (take_unexpected_messages), and rings back.
+  auto blocked = [&] {
+    if (!ring->sender_blocked.load(std::memory_order_relaxed)) {
+      ring->sender_blocked.store(1, std::memory_order_seq_cst);
+      ring_doorbell(p.local);
+    }
+    return false;
+  };
   uint64_t seq = ring->head.load(std::memory_order_relaxed);
-  if (seq - ring->tail.load(std::memory_order_acquire) >= kSlots) return false;  // ring full
+  if (seq - ring->tail.load(std::memory_order_acquire) >= kSlots) return blocked();  // ring full
   Slot* sl = slot(my_local_, p.local, seq);
   int mode = s.len <= kInline ? 1 : s.len <= kChunkBytes ? 2 : 0;
   uint32_t chunk = 0;
   if (mode == 2) {
     while (chunk < kChunks && ring->chunk_busy[chunk].load(std::memory_order_acquire)) ++chunk;
-    if (chunk == kChunks) return false;  // every staging buffer is still being read
+    if (chunk == kChunks) return blocked();  // every staging buffer is still being read
     std::memcpy(chunk_of(base_, local_size_, my_local_, p.local, chunk), s.buf, s.len);
     ring->chunk_busy[chunk].store(1, std::memory_order_relaxed);
   }
@@ -240,6 +254,36 @@ void ShmTransport::post_send(int peer, uint64_t tag, const void* buf, size_t len
   if (!p.backlog.empty() || !try_send(peer, s)) p.backlog.push_back(s);
 }
 
+// Reads a rendezvous message (cross-memory attach) from the sender's memory into `into`.
+bool ShmTransport::read_rendezvous(int src, const Slot* sl, uint8_t* into, std::string& why) {
+  const Peer& p = peers_[src];
+  const size_t len = sl->len;
+  size_t done = 0;
+  while (done < len) {
+    iovec local{into + done, len - done};
+    iovec remote{reinterpret_cast<void*>(sl->addr + done), len - done};
+    ssize_t k = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
+    if (k <= 0) {
+      why = fmt::format("reading rank {}'s memory (pid {}) failed: {}", src, p.pid,
+                        errno == ESRCH ? "the process is gone" : std::strerror(errno));
+      return false;
+    }
+    done += static_cast<size_t>(k);
+  }
+  return true;
+}
+
+// The message's bytes have been read: free its staging chunk, acknowledge it (a rendezvous
+// sender's send completes) and mark its descriptor consumed (the tail passes it).
+void ShmTransport::release(int src, Slot* sl) {
+  Peer& p = peers_[src];
+  bool wake_sender = sl->is_inline != 1;
+  if (sl->is_inline == 2) ring_of(base_, local_size_, p.local, my_local_)->chunk_busy[sl->chunk].store(0, std::memory_order_release);
+  sl->acked.store(sl->seq + 1, std::memory_order_release);
+  sl->state.store(kConsumed, std::memory_order_release);
+  if (wake_sender) ring_doorbell(p.local);
+}
+
 bool ShmTransport::deliver(int src, Slot* sl, PostedRecv& r) {
   Peer& p = peers_[src];
   TransportOp* op = r.op;
@@ -268,32 +312,72 @@ bool ShmTransport::deliver(int src, Slot* sl, PostedRecv& r) {
       if (bounce_.size() < len) bounce_.resize(len);
       land = bounce_.data();
     }
-    size_t done = 0;
-    while (done < len) {
-      iovec local{land + done, len - done};
-      iovec remote{reinterpret_cast<void*>(sl->addr + done), len - done};
-      ssize_t k = process_vm_readv(p.pid, &local, 1, &remote, 1, 0);
-      if (k <= 0) {
-        op->error = ErrorCode::kRemoteError;
-        op->error_message = fmt::format("reading rank {}'s memory (pid {}) failed: {}", src, p.pid,
-                                        errno == ESRCH ? "the process is gone" : std::strerror(errno));
-        ok = false;
-        break;
-      }
-      done += static_cast<size_t>(k);
-    }
+    ok = read_rendezvous(src, sl, land, op->error_message);
+    if (!ok) op->error = ErrorCode::kRemoteError;
     if (ok && r.other) reduce_into(r.dtype, r.redop, r.buf, land, r.other, len / dtype_size(r.dtype));
   }
-  bool wake_sender = sl->is_inline != 1;
-  if (sl->is_inline == 2) ring_of(base_, local_size_, p.local, my_local_)->chunk_busy[sl->chunk].store(0, std::memory_order_release);
-  sl->acked.store(sl->seq + 1, std::memory_order_release);
-  sl->state.store(kConsumed, std::memory_order_release);
-  if (wake_sender) ring_doorbell(p.local);
+  release(src, sl);
   op->state.store(ok ? TransportOp::kDone : TransportOp::kFailed, std::memory_order_release);
   return true;
 }
 
-bool ShmTransport::poll_incoming(int src) {
+// Takes every message still on the ring from src (none has a receive posted: poll_incoming
+// delivered those first) into this process's memory, so that the sender gets its descriptors,
+// staging chunks and rendezvous buffers back.
+bool ShmTransport::stash_unexpected(int src, uint64_t tail, uint64_t head) {
+  Peer& p = peers_[src];
+  bool any = false;
+  for (uint64_t seq = tail; seq < head; ++seq) {
+    Slot* sl = slot(p.local, my_local_, seq);
+    if (sl->state.load(std::memory_order_acquire) != kFull) continue;
+    Unexpected u{sl->tag, std::vector<uint8_t>(sl->len), {}};
+    if (sl->is_inline == 1) {
+      if (sl->len) std::memcpy(u.bytes.data(), sl->data, sl->len);
+    } else if (sl->is_inline == 2) {
+      if (sl->len) std::memcpy(u.bytes.data(), chunk_of(base_, local_size_, p.local, my_local_, sl->chunk), sl->len);
+    } else if (!read_rendezvous(src, sl, u.bytes.data(), u.error)) {
+      u.bytes.clear();
+    }
+    p.unexpected.push_back(std::move(u));
+    release(src, sl);
+    any = true;
+  }
+  if (any) ring_doorbell(p.local);  // also for inline messages: the sender waits for descriptors
+  return any;
+}
+
+// A receive being posted: the oldest message taken off the ring early that matches it, if any,
+// lands now. Messages left the ring in order, so these are older than any still on it.
+bool ShmTransport::take_unexpected(int src, PostedRecv& r) {
+  Peer& p = peers_[src];
+  for (size_t i = 0; i < p.unexpected.size(); ++i) {
+    Unexpected& u = p.unexpected[i];
+    if ((u.tag & r.mask) != (r.tag & r.mask)) continue;
+    TransportOp* op = r.op;
+    op->sender_tag = u.tag;
+    op->bytes = u.bytes.size();
+    bool ok = true;
+    if (!u.error.empty()) {
+      op->error = ErrorCode::kRemoteError;
+      op->error_message = u.error;
+      ok = false;
+    } else if (u.bytes.size() > r.len) {
+      op->error = ErrorCode::kInvalidUsage;
+      op->error_message = "message truncated";
+      ok = false;
+    } else if (r.other) {
+      reduce_into(r.dtype, r.redop, r.buf, u.bytes.data(), r.other, u.bytes.size() / dtype_size(r.dtype));
+    } else if (!u.bytes.empty()) {
+      std::memcpy(r.buf, u.bytes.data(), u.bytes.size());
+    }
+    p.unexpected.erase(p.unexpected.begin() + static_cast<long>(i));
+    op->state.store(ok ? TransportOp::kDone : TransportOp::kFailed, std::memory_order_release);
+    return true;
+  }
+  return false;
+}
+
+bool ShmTransport::poll_incoming(int src, bool take_all) {
   Peer& p = peers_[src];
   RingHead* ring = ring_of(base_, local_size_, p.local, my_local_);
   uint64_t head = ring->head.load(std::memory_order_acquire);
@@ -314,11 +398,38 @@ bool ShmTransport::poll_incoming(int src) {
       }
     }
   }
+  // What no posted receive matched (take_unexpected_messages says when and why).
+  if (take_all && head > tail) any |= stash_unexpected(src, tail, head);
   while (tail < head && slot(p.local, my_local_, tail)->state.load(std::memory_order_acquire) == kConsumed) {
     slot(p.local, my_local_, tail)->state.store(kFree, std::memory_order_relaxed);
     ++tail;
   }
   ring->tail.store(tail, std::memory_order_release);
+  return any;
+}
+
+// Deadlock avoidance (issue 44). A sender takes a pair's descriptors (32) and staging chunks (4)
+// in the order it posts its sends; they come back only as the receiver consumes the messages, in
+// the order it posts its receives, and the two orders differ: an executor starts whatever became
+// ready (the tree all-reduce's leaf started its up-slices 12-15 before 8-11 when the window's
+// receives of 4-7 and 0-3 completed in one pass), and a rank that finished a call already sends
+// the next call's messages. When the messages holding all the chunks (or descriptors) are ones the
+// receiver will only take after a message that waits in the sender's backlog behind them, neither
+// side can move: the parent's slot ring had room for slices 8-11, its chunks held 12-15, and the
+// tree stopped this way in about one run in four (3 ranks, 4-8 MiB). So a sender out of
+// descriptors or chunks says so (RingHead::sender_blocked), and a receiver with nothing else to
+// do takes every message of that sender off the ring into its own memory, where a receive posted
+// later finds it (take_unexpected): whatever the two orders, a blocked sender always gets its
+// resources back. Only from wait_for_event, i.e. once the executor found no progress to make:
+// in a pipeline that flows, the receives come soon and the messages land with one copy.
+bool ShmTransport::take_unexpected_messages() {
+  bool any = false;
+  for (int r = 0; r < size_; ++r) {
+    Peer& p = peers_[r];
+    if (p.local < 0 || r == rank_) continue;
+    if (ring_of(base_, local_size_, p.local, my_local_)->sender_blocked.load(std::memory_order_acquire))
+      any |= poll_incoming(r, true);
+  }
   return any;
 }
 
@@ -332,7 +443,9 @@ void ShmTransport::post_recv(int peer, uint64_t tag, uint64_t mask, void* buf, s
     return;
   }
   op->state.store(TransportOp::kPending, std::memory_order_relaxed);
-  peers_[peer].posted.push_back({tag & kTagMask, mask & kTagMask, buf, len, op, nullptr, DataType::kFloat32, RedOp::kSum});
+  PostedRecv r{tag & kTagMask, mask & kTagMask, buf, len, op, nullptr, DataType::kFloat32, RedOp::kSum};
+  if (!peers_[peer].unexpected.empty() && take_unexpected(peer, r)) return;
+  peers_[peer].posted.push_back(r);
   poll_incoming(peer);
 }
 
@@ -344,7 +457,9 @@ void ShmTransport::post_recv_reduce(int peer, uint64_t tag, uint64_t mask, void*
     fail(ErrorCode::kInternalError, "shm transport: receive-reduce from a remote rank");
   }
   op->state.store(TransportOp::kPending, std::memory_order_relaxed);
-  peers_[peer].posted.push_back({tag & kTagMask, mask & kTagMask, dst, len, op, other, dtype, redop});
+  PostedRecv r{tag & kTagMask, mask & kTagMask, dst, len, op, other, dtype, redop};
+  if (!peers_[peer].unexpected.empty() && take_unexpected(peer, r)) return;
+  peers_[peer].posted.push_back(r);
   poll_incoming(peer);
 }
 
@@ -360,6 +475,10 @@ bool ShmTransport::progress() {
       p.backlog.erase(p.backlog.begin());
       any = true;
     }
+    if (p.backlog.empty()) {
+      RingHead* out = ring_of(base_, local_size_, my_local_, p.local);
+      if (out->sender_blocked.load(std::memory_order_relaxed)) out->sender_blocked.store(0, std::memory_order_release);
+    }
     if (!p.posted.empty()) any |= poll_incoming(r);
   }
   return any;
@@ -368,7 +487,7 @@ bool ShmTransport::progress() {
 void ShmTransport::wait_for_event(Clock::time_point deadline) {
   if (remote_) {
     // Mixed: UCX's event fd covers the remote peers; look at shared memory every 200 us.
-    if (progress()) return;
+    if (progress() || (base_ && take_unexpected_messages())) return;
     remote_->wait_for_event(std::min(deadline, Clock::now() + std::chrono::microseconds(200)));
     return;
   }
@@ -379,7 +498,7 @@ void ShmTransport::wait_for_event(Clock::time_point deadline) {
   RankArea* me = area_of(base_, my_local_);
   me->sleeping.store(1, std::memory_order_seq_cst);
   uint32_t v = me->doorbell.load(std::memory_order_seq_cst);
-  if (progress()) {
+  if (progress() || take_unexpected_messages()) {
     me->sleeping.store(0, std::memory_order_relaxed);
     return;
   }
@@ -417,6 +536,7 @@ void ShmTransport::shutdown(const std::string& why) {
     p.posted.clear();
     p.backlog.clear();
     p.awaiting.clear();
+    p.unexpected.clear();
   }
 }
 

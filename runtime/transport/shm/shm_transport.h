@@ -3,7 +3,9 @@
 // descriptor (one copy in, one copy out); large ones are read by the receiver straight from the
 // sender's memory with process_vm_readv (cross-memory attach: one copy, no staging), and the
 // sender's send completes when the receiver acknowledges. Waiting sleeps on a futex in the
-// segment. Peers on other nodes go through an inner transport (UCX).
+// segment. A sender out of descriptors or staging chunks is never left waiting on a receiver that
+// has no receive for the messages holding them: an idle receiver takes those into its own memory
+// (take_unexpected_messages). Peers on other nodes go through an inner transport (UCX).
 //
 // Why: UCX 1.13's shared-memory path moves 32 MiB at ~1.6 GB/s on these machines
 // (ucx_perftest tag_bw), far below what one copy costs; see docs/PERFORMANCE.md.
@@ -66,12 +68,20 @@ class ShmTransport : public Transport {
     uint64_t seq;
     TransportOp* op;
   };
+  // A message taken off the ring before its receive was posted (take_unexpected_messages): its bytes,
+  // or why they could not be read.
+  struct Unexpected {
+    uint64_t tag;
+    std::vector<uint8_t> bytes;
+    std::string error;  // non-empty: reading the sender's memory failed
+  };
   struct Peer {
     int local = -1;  // index among the node's ranks; -1: remote
     int pid = 0;
     std::vector<PostedRecv> posted;    // receives from this peer, in posting order
     std::vector<PendingSend> backlog;  // sends waiting for a free slot
     std::vector<AwaitAck> awaiting;    // rendezvous sends waiting for the peer's read
+    std::vector<Unexpected> unexpected;  // messages from this peer that arrived before their receive
     uint64_t recv_scan = 0;            // receive side: lowest unconsumed sequence
   };
 
@@ -79,7 +89,12 @@ class ShmTransport : public Transport {
   bool try_send(int peer, const PendingSend& s);
   bool collect_acks(int peer);
   bool deliver(int src, Slot* sl, PostedRecv& r);
-  bool poll_incoming(int src);
+  bool read_rendezvous(int src, const Slot* sl, uint8_t* into, std::string& why);
+  void release(int src, Slot* sl);
+  bool stash_unexpected(int src, uint64_t tail, uint64_t head);
+  bool take_unexpected(int src, PostedRecv& r);
+  bool poll_incoming(int src, bool take_all = false);
+  bool take_unexpected_messages();
   void ring_doorbell(int local);
 
   int rank_, size_;
