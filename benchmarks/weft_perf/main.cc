@@ -161,6 +161,9 @@ Half run_one(Bench& b, Coll c, const TypeInfo& t, weftRedOp_t op, const SizeSpec
   loop(sz.iters);
   double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / std::max(1, sz.iters);
   h.ran = true;
+  const char* ran = "";
+  WCHECK(weftCommLastAlgorithm(b.comm, &ran));  // before the bookkeeping calls below (combine, the check)
+  h.algorithm = ran;
   h.time_us = combine(b, sec) * 1e6;
   const double bytes = static_cast<double>(sh.total * t.size);
   h.algbw = h.time_us > 0 ? bytes / (h.time_us * 1e-6) / 1e9 : 0;
@@ -335,20 +338,41 @@ int main(int argc, char** argv) {
 
   const bool table = b.rank == 0 && o.csv != "-" && o.json != "-";
   Report rep(b.rank == 0 ? o.csv : "", b.rank == 0 ? o.json : "", table, several);
+  // Progress on stderr: on a terminal one line, erased before each row is printed; without one a
+  // line every 10 s (a long -c all -d all run is not silent).
   const bool progress = b.rank == 0 && isatty(2);
+  auto last_note = std::chrono::steady_clock::now();
   size_t total_steps = 0, step = 0;
   for (Coll c : colls) total_steps += sizes.size() * algos.size() * types.size() * (coll_reduces(c) ? ops.size() : 1);
   double bw_sum = 0;
   int bw_n = 0;
   for (Coll c : colls) {
-    rep.header(coll_name(c), b.n, std::string(o.blocking ? "blocking" : "non-blocking") + " calls, -a " +
-                                     std::to_string(o.average) + (o.algo.empty() ? "" : (several ? ", algorithms " : ", WEFT_ALGO=") + o.algo));
+    // What the figures mean: how calls were made, the sizes with their timed and warm-up calls,
+    // how ranks' times combine, and whether results were checked.
+    std::string how = std::string(o.blocking ? "blocking" : "non-blocking") + " calls, time " +
+                      (o.average == 0 ? "of rank 0" : o.average == 1 ? "averaged over ranks" : o.average == 2 ? "min over ranks" : "max over ranks") +
+                      " (-a " + std::to_string(o.average) + "), results " + (o.check ? "checked" : "not checked") +
+                      (o.algo.empty() ? "" : (several ? ", algorithms " : ", WEFT_ALGO=") + o.algo) + "\n# sizes (B:timed:warm-up):";
+    for (size_t k = 0; k < sizes.size(); ++k) {
+      if (k == 8 && sizes.size() > 10) {
+        how += " ... " + std::to_string(sizes.size() - 9) + " more ...";
+        k = sizes.size() - 1;
+      }
+      how += " " + std::to_string(sizes[k].bytes) + ":" + std::to_string(sizes[k].iters) + ":" + std::to_string(sizes[k].warmup);
+    }
+    rep.header(coll_name(c), b.n, how);
     for (const TypeInfo* t : types)
       for (weftRedOp_t op : coll_reduces(c) ? ops : std::vector<weftRedOp_t>{weftSum})
         for (auto& sz : sizes)
           for (const std::string& algo : algos) {
             if (several) WCHECK(weftCommSetAlgorithm(b.comm, algo == "auto" ? "" : algo.c_str()));
-            if (progress) std::fprintf(stderr, "\r[%zu/%zu] %s %s %zu B   ", ++step, total_steps, coll_name(c), t->name, sz.bytes);
+            ++step;
+            if (progress) {
+              std::fprintf(stderr, "\r[%zu/%zu] %s %s %zu B   ", step, total_steps, coll_name(c), t->name, sz.bytes);
+            } else if (b.rank == 0 && std::chrono::steady_clock::now() - last_note > std::chrono::seconds(10)) {
+              last_note = std::chrono::steady_clock::now();
+              std::fprintf(stderr, "weft-perf: [%zu/%zu] %s %s %zu B\n", step, total_steps, coll_name(c), t->name, sz.bytes);
+            }
             Row row;
             row.coll = coll_name(c), row.type = t->name, row.op = coll_reduces(c) ? op_name(op) : "none";
             row.nranks = b.n;
@@ -358,11 +382,10 @@ int main(int argc, char** argv) {
             row.count = sh.total, row.bytes = sh.total * t->size;
             row.oop = run_one(b, c, *t, op, sz, false);
             if (c != Coll::kSendRecv) row.ip = run_one(b, c, *t, op, sz, true);
-            const char* ran = "";
-            WCHECK(weftCommLastAlgorithm(b.comm, &ran));
-            row.ran = ran;
+            row.ran = row.ip.ran ? row.ip.algorithm : row.oop.algorithm;
             for (const Half* h : {&row.oop, &row.ip})
               if (h->ran) bw_sum += h->busbw, ++bw_n;
+            if (progress) std::fprintf(stderr, "\r%60s\r", "");
             if (b.rank == 0) rep.row(row);
           }
   }

@@ -8,6 +8,7 @@ namespace wperf {
 
 struct Half {  // one of out-of-place / in-place
   bool ran = false;
+  std::string algorithm;  // what ran the timed calls (weftCommLastAlgorithm right after them)
   double time_us = 0, algbw = 0, busbw = 0;
   long wrong = 0;
 };
