@@ -21,9 +21,10 @@ struct CollectiveArgs {
   uint64_t count = 0;  // per NCCL's convention for each collective (recvcount, sendcount, per peer)
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
-  int root = 0;   // broadcast, reduce; the peer for send/recv
+  int root = 0;   // broadcast, reduce; the peer for send/recv (kAnySource: a receive from any source)
   bool in_place = false;
 };
+inline constexpr int kAnySource = -1;
 
 // Bytes of the send and receive buffers that a collective reads and writes on `rank`.
 uint64_t send_bytes(const CollectiveArgs& a, int rank, int nranks);

@@ -48,6 +48,7 @@ struct Opts {
   int iters = 20, warmup = 5, check = 1, root = 0, average = 1, blocking = 0, threads = 0;
   bool ceiling = false;
   bool shared = false;
+  bool mixed = false;  // odd ranks take the other placement (in place where even ranks are out of place)
 };
 
 struct Bench {
@@ -136,6 +137,7 @@ void set_guards(unsigned char* base, size_t used) {
 
 Half run_one(Bench& b, Coll c, const TypeInfo& t, weftRedOp_t op, const SizeSpec& sz, bool in_place) {
   Half h;
+  if (b.o.mixed && b.rank % 2) in_place = !in_place;
   const Shape sh = make_shape(c, sz.bytes / t.size, b.n, b.rank);
   unsigned char* S = b.send_base + kGuard;
   unsigned char* R = b.recv_base + kGuard;
@@ -262,6 +264,8 @@ int main(int argc, char** argv) {
                  "(weftCommSetAlgorithm), so that they are compared under the same conditions");
   app.add_option("--csv", o.csv, "write CSV to this file ('-': stdout, instead of the table)");
   app.add_option("--json", o.json, "write JSON to this file ('-': stdout, instead of the table)");
+  app.add_flag("--mixed", o.mixed,
+               "mixed placement: odd ranks call in place where even ranks call out of place, and the other way round");
   app.add_flag("--shared", o.shared,
                "buffers from weftMemAlloc (node-shared memory: all-reduces on them run without copies) instead of malloc");
   app.add_flag("--ceiling", o.ceiling, "measure this machine's copy / a+=b bandwidth and the all-reduce bound; no Weft");

@@ -63,6 +63,11 @@ at::Tensor WorkWeft::stage(const at::Tensor& t, bool copy_back) {
   return c;
 }
 
+int WorkWeft::sourceRank() const {
+  TORCH_CHECK(source_ >= 0, "weft: sourceRank() is known for a completed receive only");
+  return source_;
+}
+
 void WorkWeft::complete(std::exception_ptr error) {
   if (!error && after_) {
     try {
@@ -233,6 +238,8 @@ void ProcessGroupWeft::completion_loop(const std::shared_ptr<Completions>& c, in
         if (!error) error = std::make_exception_ptr(std::runtime_error(std::string("weft: ") + e.what()));
       }
     }
+    if (w->requests_.size() == 1 && w->requests_[0]->args().kind == CollectiveKind::kRecv)
+      w->source_ = w->requests_[0]->args().root;
     w->requests_.clear();
     w->complete(error);
     w.reset();

@@ -32,6 +32,8 @@ class WorkWeft : public c10d::Work {
   // isCompleted/isSuccess/wait/exception are c10d::Work's, over the state that complete() sets.
   std::vector<at::Tensor> result() override { return outputs_; }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  // A receive: the rank the message came from (for a receive from any source, once matched).
+  int sourceRank() const override;
 
   // Returns t when contiguous, else a contiguous copy; with copy_back, complete() copies the result
   // into t. Either way the Work keeps the tensor alive until it completes.
@@ -46,7 +48,8 @@ class WorkWeft : public c10d::Work {
   void complete(std::exception_ptr error);
 
   std::vector<at::Tensor> outputs_;
-  std::vector<std::shared_ptr<weft::Operation>> requests_;  // Weft's operations, in order (none: empty tensors)
+  std::vector<std::shared_ptr<weft::Operation>> requests_;
+  int source_ = -1;  // a receive's source, kept when its request is released  // Weft's operations, in order (none: empty tensors)
   std::function<void()> after_;           // copies staged results into the caller's tensors
   std::vector<at::Tensor> keep_;          // staging buffers alive until completion
   c10::intrusive_ptr<c10::ivalue::Future> future_;

@@ -89,8 +89,15 @@ WorkPtr ProcessGroupWeft::scatter(std::vector<at::Tensor>& outputs, std::vector<
   return enqueue(w);
 }
 
-WorkPtr ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>&, int) {
-  TORCH_CHECK(false, "weft: recv from any source is not supported; name the source rank (src=...)");
+// A receive from whichever rank's message arrives first (Weft matches it when one does); the
+// Work's sourceRank() is that rank, as gloo's.
+WorkPtr ProcessGroupWeft::recvAnysource(std::vector<at::Tensor>& tensors, int /*tag*/) {
+  const at::Tensor& t = single(tensors, "recv");
+  auto a = make_args(CollectiveKind::kRecv, t, t.numel());
+  a.root = kAnySource;
+  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::RECVANYSOURCE, tensors);
+  at::Tensor buf = w->stage(t, true);
+  return enqueue(w, a, nullptr, buf.data_ptr());
 }
 
 }  // namespace weft::torch_backend

@@ -187,6 +187,11 @@ WEFT_API weftResult_t weftRecv(void* recvbuff, size_t count, weftDataType_t data
                                weftComm_t comm);
 WEFT_API weftResult_t weftRecvAsync(void* recvbuff, size_t count, weftDataType_t datatype, int peer,
                                     weftComm_t comm, weftRequest_t* request);
+/// Receives the next message from whichever rank's arrives first (MPI_ANY_SOURCE); *source is
+/// that rank. Messages from one rank still arrive in the order they were sent, and receives posted
+/// after this one wait until it has matched (MPI's order). weftTimeout when none arrives in time.
+WEFT_API weftResult_t weftRecvAnySource(void* recvbuff, size_t count, weftDataType_t datatype, int* source,
+                                        weftComm_t comm);
 
 /* ---- Groups (NCCL's ncclGroupStart/End) ----------------------------------------------------- */
 /* Between weftGroupStart and weftGroupEnd (on one thread; groups nest), the blocking calls are

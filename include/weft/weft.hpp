@@ -192,6 +192,12 @@ class Comm {
   void barrier() { detail::check(weftBarrier(c_), c_); }
   void send(const void* s, size_t n, weftDataType_t t, int peer) { detail::check(weftSend(s, n, t, peer, c_), c_); }
   void recv(void* r, size_t n, weftDataType_t t, int peer) { detail::check(weftRecv(r, n, t, peer, c_), c_); }
+  /// Receives from whichever rank's message arrives first; returns that rank.
+  int recv_any(void* r, size_t n, weftDataType_t t) {
+    int src = -1;
+    detail::check(weftRecvAnySource(r, n, t, &src, c_), c_);
+    return src;
+  }
   Work send_async(const void* s, size_t n, weftDataType_t t, int peer) {
     weftRequest_t q = nullptr;
     detail::check(weftSendAsync(s, n, t, peer, c_, &q), c_);

@@ -420,6 +420,23 @@ weftResult_t weftSendAsync(const void* s, size_t count, weftDataType_t dt, int p
 weftResult_t weftRecv(void* r, size_t count, weftDataType_t dt, int peer, weftComm_t comm) {
   return start("weftRecv", CollectiveKind::kRecv, nullptr, r, count, dt, 0, peer, comm, nullptr);
 }
+weftResult_t weftRecvAnySource(void* r, size_t count, weftDataType_t dt, int* source, weftComm_t comm) {
+  if (!source) return record(comm, weftInvalidArgument, "weftRecvAnySource: source is NULL");
+  return guarded(comm, [&] {
+    auto c = live(comm, "weftRecvAnySource");
+    check_enums("weftRecvAnySource", dt, 0, false);
+    CollectiveArgs a;
+    a.kind = CollectiveKind::kRecv;
+    a.count = count;
+    a.dtype = static_cast<weft::DataType>(dt);
+    a.root = weft::kAnySource;
+    auto work = c->submit(a, nullptr, r, weft::SubmitMode::kAsync);
+    while (!work->wait(std::chrono::hours(1))) {
+    }
+    *source = work->args().root;
+  });
+}
+
 weftResult_t weftRecvAsync(void* r, size_t count, weftDataType_t dt, int peer, weftComm_t comm, weftRequest_t* req) {
   if (auto e = need_request("weftRecvAsync", comm, req)) return e;
   return start("weftRecvAsync", CollectiveKind::kRecv, nullptr, r, count, dt, 0, peer, comm, req);

@@ -39,7 +39,9 @@ void check_arguments(const CollectiveArgs& a, const void* send, const void* recv
     }
   }
   if (a.kind == K::kSend || a.kind == K::kRecv) {
-    if (a.root < 0 || a.root >= size_) {
+    if (a.kind == K::kRecv && a.root == kAnySource) {
+      // a receive from any source: matched to a peer when a message arrives (OperationQueue)
+    } else if (a.root < 0 || a.root >= size_) {
       fail(ErrorCode::kInvalidArgument, "{}: peer {} is outside the communicator (0..{})", collective_name(a.kind), a.root, size_ - 1);
     }
     if (a.root == rank_) fail(ErrorCode::kInvalidArgument, "{}: peer {} is this rank", collective_name(a.kind), a.root);

@@ -87,6 +87,15 @@ Engine Communicator::engine() {
   e.sleep = [this](Clock::time_point until) { transport_->wait_for_event(until); };
   e.wake = [this] { transport_->interrupt(); };
   e.applies = &AlgorithmChoice::applies;
+  e.match_any = [this](const Operation&, const std::function<uint16_t(int)>& next_seq) {
+    for (int p = 0; p < size(); ++p) {
+      if (p == rank()) continue;
+      const uint16_t seq = static_cast<uint16_t>(0x8000u | (next_seq(p) & 0x7fffu));
+      if (transport_->probe(p, make_tag(seq, 0, 0), kTagMatchMask)) return p;
+    }
+    return -1;
+  };
+  e.timeout = config_.timeout;
   e.spin = config_.spin;
   return e;
 }

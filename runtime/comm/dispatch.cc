@@ -290,6 +290,7 @@ void Communicator::run_host(Operation& w, Clock::time_point t0, const std::funct
   ctx.seq = w.tag_seq_;
   ctx.signature = call_signature(a);
   ctx.deadline = t0 + config_.timeout;
+  ctx.timeout = config_.timeout;
   ctx.abort = &failures_.abort_flag();
   ctx.spin = config_.spin;
   const bool collective = a.kind != CollectiveKind::kSend && a.kind != CollectiveKind::kRecv;
@@ -329,6 +330,7 @@ class Communicator::ScheduledOp final : public InFlight {
       ctx_.seq = w_->tag_seq_;
       ctx_.signature = call_signature(a);
       ctx_.deadline = t0_ + c_.config_.timeout;
+      ctx_.timeout = c_.config_.timeout;
       ctx_.abort = &c_.failures_.abort_flag();
       ctx_.spin = c_.config_.spin;
       ctx_.watchdog = [this] { check_(); };

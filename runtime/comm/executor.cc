@@ -192,7 +192,8 @@ void Execution::on_idle(Clock::time_point now) {
         break;
       }
     abort_with(ErrorCode::kTimeout,
-               fmt::format("{}: timed out (WEFT_TIMEOUT_MS) with {} of {} steps done{}", what(), completed_, n_,
+               fmt::format("{}: timed out (no progress within the timeout of {} ms: WEFT_TIMEOUT_MS or the group's) with {} "
+                           "of {} steps done{}", what(), ctx.timeout.count(), completed_, n_,
                            waiting_on >= 0 ? fmt::format(", waiting for rank {}", waiting_on) : std::string()));
   }
   auto watchdog = [&] {

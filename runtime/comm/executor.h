@@ -30,6 +30,7 @@ struct ExecContext {
   uint16_t seq = 0;        // the operation's sequence number (in every tag)
   uint16_t signature = 0;  // hash of what all ranks must agree on (checked on every receive)
   std::chrono::steady_clock::time_point deadline;
+  std::chrono::milliseconds timeout{0};  // what set the deadline (WEFT_TIMEOUT_MS or the group's), for messages
   const std::atomic<bool>* abort = nullptr;
   // Called every ~100 ms while waiting; throws to end the operation (remote abort, dead peer).
   std::function<void()> watchdog;

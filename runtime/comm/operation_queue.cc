@@ -1,5 +1,6 @@
 #include "runtime/comm/operation_queue.h"
 
+#include "runtime/base/error.h"
 #include "runtime/base/log.h"
 #include "runtime/trace/flight_recorder.h"
 
@@ -22,22 +23,28 @@ OperationQueue::~OperationQueue() { stop(); }
 void OperationQueue::number(Operation& w) {
   const CollectiveKind kind = w.args_.kind;
   w.algo_ = engine_.applies(algo_, kind) ? algo_ : std::string();
-  if (kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv) {
+  if (kind == CollectiveKind::kSend) {
     // Point-to-point messages are numbered per peer and direction (the tag's top bit set).
-    auto& seq = kind == CollectiveKind::kSend ? p2p_send_seq_ : p2p_recv_seq_;
-    w.seq_ = seq[w.args_.root]++;
+    w.seq_ = p2p_send_seq_[w.args_.root]++;
     w.tag_seq_ = static_cast<uint16_t>(0x8000u | (w.seq_ & 0x7fffu));
-  } else {
+  } else if (kind != CollectiveKind::kRecv) {
     w.seq_ = next_seq_++;
     w.tag_seq_ = static_cast<uint16_t>(w.seq_ & 0x7fffu);
   }
   w.record_ = next_record_++;
 }
 
+void OperationQueue::number_recv(Operation& w) {
+  w.seq_ = p2p_recv_seq_[w.args_.root]++;
+  w.tag_seq_ = static_cast<uint16_t>(0x8000u | (w.seq_ & 0x7fffu));
+}
+
 void OperationQueue::submit(const std::shared_ptr<Operation>& w, bool async) {
   std::unique_lock<std::mutex> q(mu_);
   number(*w);
-  if (!async && !inline_ && !busy_ && queue_.empty()) {
+  const bool any_source = w->args_.kind == CollectiveKind::kRecv && w->args_.root < 0;
+  if (!async && !inline_ && !busy_ && queue_.empty() && !any_source) {
+    if (w->args_.kind == CollectiveKind::kRecv) number_recv(*w);
     inline_ = true;
     q.unlock();
     engine_.execute(w, {});
@@ -85,6 +92,57 @@ void OperationQueue::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
+void OperationQueue::start(const std::shared_ptr<Operation>& w) {
+  if (w->args_.kind == CollectiveKind::kRecv) {
+    std::lock_guard<std::mutex> q(mu_);
+    number_recv(*w);
+  }
+  std::unique_ptr<InFlight> f;
+  if (engine_.begin(w, f)) {
+    if (f) active_.push_back(std::move(f));
+  } else {
+    engine_.execute(w, active_.empty() ? std::function<bool()>() : drive_fn_);
+  }
+}
+
+bool OperationQueue::start_held() {
+  bool started = false;
+  while (!held_.empty()) {
+    std::shared_ptr<Operation> w = held_.front();
+    if (w->args_.root < 0) {
+      int peer = -1;
+      try {
+        peer = engine_.match_any(*w, [this](int p) {
+          std::lock_guard<std::mutex> q(mu_);
+          return static_cast<uint16_t>(p2p_recv_seq_[p]);
+        });
+      } catch (const Error& e) {
+        held_.pop_front();
+        w->finish(e.code(), e.what());
+        held_since_ = Clock::now();
+        continue;
+      }
+      if (peer < 0) {
+        if (engine_.timeout.count() > 0 && Clock::now() - held_since_ > engine_.timeout) {
+          held_.pop_front();
+          w->finish(ErrorCode::kTimeout, fmt::format("recv from any source (count {}): no message arrived within the "
+                                                     "timeout of {} ms (WEFT_TIMEOUT_MS or the group's)",
+                                                     w->args_.count, engine_.timeout.count()));
+          held_since_ = Clock::now();
+          continue;
+        }
+        return started;
+      }
+      w->args_.root = peer;
+    }
+    held_.pop_front();
+    held_since_ = Clock::now();
+    start(w);
+    started = true;
+  }
+  return started;
+}
+
 bool OperationQueue::drive() {
   bool moved = engine_.poll();
   for (size_t k = 0; k < active_.size();) {
@@ -105,7 +163,7 @@ void OperationQueue::loop() {
   std::unique_lock<std::mutex> q(mu_);
   std::deque<std::shared_ptr<Operation>> starting;
   for (;;) {
-    if (active_.empty()) {
+    if (active_.empty() && held_.empty()) {
       busy_ = false;
       cv_.notify_all();  // wait_idle()
       cv_.wait(q, [&] { return (!queue_.empty() && !inline_) || (stopping_ && queue_.empty()); });
@@ -121,18 +179,20 @@ void OperationQueue::loop() {
     q.unlock();
     // Start what arrived, in submission order.
     for (auto& w : starting) {
-      std::unique_ptr<InFlight> f;
-      if (engine_.begin(w, f)) {
-        if (f) active_.push_back(std::move(f));
+      if (w->args_.kind == CollectiveKind::kRecv && (w->args_.root < 0 || !held_.empty())) {
+        if (held_.empty()) held_since_ = Clock::now();
+        held_.push_back(w);
       } else {
-        engine_.execute(w, active_.empty() ? std::function<bool()>() : drive_fn_);
+        start(w);
       }
       waiter_.moved();
     }
     starting.clear();
     // Advance everything in flight; wait when nothing moved.
-    if (!active_.empty()) {
-      if (drive()) {
+    if (!active_.empty() || !held_.empty()) {
+      const bool drove = drive();
+      const bool started = start_held();
+      if (drove || started) {
         waiter_.moved();
       } else {
         const auto now = Clock::now();
@@ -148,7 +208,7 @@ void OperationQueue::loop() {
             }
           }
         }
-        if (phase == Waiter::Phase::kSleep && !active_.empty()) {
+        if (phase == Waiter::Phase::kSleep && (!active_.empty() || !held_.empty())) {
           q.lock();
           const bool more = !queue_.empty();
           q.unlock();

@@ -56,6 +56,10 @@ struct Engine {
   std::function<void()> wake;                                         // any thread
   // Whether a forced algorithm id has a row for this collective (the others keep the automatic choice).
   std::function<bool(const std::string&, CollectiveKind)> applies;
+  // A receive from any source: the peer whose next message (sequence next_seq(peer)) has arrived,
+  // or -1 when none has yet. May throw (a transport that cannot probe).
+  std::function<int(const Operation& w, const std::function<uint16_t(int)>& next_seq)> match_any;
+  std::chrono::milliseconds timeout{0};  // how long a receive from any source waits for a message
   std::chrono::microseconds spin{50};
 };
 
@@ -99,7 +103,12 @@ class OperationQueue {
   void stop();
 
  private:
-  void number(Operation& w);
+  void number(Operation& w);       // everything but receives, at submission
+  void number_recv(Operation& w);  // receives, when they start (a receive from any source once matched)
+  // Starts the held receives that can start: in order, each receive from any source once a
+  // message for it has arrived (later receives wait behind it: MPI's order); true when one started.
+  bool start_held();
+  void start(const std::shared_ptr<Operation>& w);
   void loop();
   // One round over the operations in flight: poll, advance each, drop the finished; true when
   // anything moved.
@@ -121,6 +130,8 @@ class OperationQueue {
   std::vector<uint16_t> p2p_send_seq_, p2p_recv_seq_;  // per peer
   // The progress thread's own.
   std::vector<std::unique_ptr<InFlight>> active_;
+  std::deque<std::shared_ptr<Operation>> held_;  // receives behind a receive from any source
+  std::chrono::steady_clock::time_point held_since_{};
   std::function<bool()> drive_fn_;
   Waiter waiter_;
 };

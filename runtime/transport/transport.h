@@ -51,6 +51,11 @@ class Transport {
                                 size_t /*len*/, DataType /*dtype*/, RedOp /*op*/, TransportOp* /*op*/) {
     throw Error(ErrorCode::kInternalError, "this transport does not reduce on delivery");
   }
+  // Whether a message from peer whose tag matches (tag & mask) has arrived and waits for its
+  // receive (a receive from any source asks each peer in turn). It is not taken.
+  virtual bool probe(int /*peer*/, uint64_t /*tag*/, uint64_t /*mask*/) {
+    throw Error(ErrorCode::kInvalidUsage, std::string("receive from any source: the ") + name() + " transport cannot probe");
+  }
   // Drives communication; returns true when something completed or moved.
   virtual bool progress() = 0;
   // Sleeps until the transport may have something to progress, interrupt() is called, or the

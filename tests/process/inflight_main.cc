@@ -5,6 +5,7 @@
 //   ring K         K messages around the ring, each rank posting its K receives and K sends in an
 //                  order of its own (seeded by rank): sizes from 0 B to 3 MiB (inline, staged and
 //                  cross-memory); the i-th send lands in the i-th receive (no overtaking).
+//   any-source     rank 0 receives from any source (weftRecvAnySource) the others' messages.
 //   two-comms      two communicators, an all-reduce in flight on each, waited in opposite orders
 //                  on even and odd ranks.
 //   overlap N      N asynchronous all-reduces of 1 MiB posted at once, then weftCommDump (the test
@@ -122,6 +123,46 @@ int ring(weft::Comm& comm, int k) {
   return 0;
 }
 
+// Rank 0 receives from any source: every other rank sends it 3 messages after a delay of its own
+// (in reverse rank order); after a barrier rank 0 takes one specific receive from rank 1. Each message
+// names its sender and index: the source reported is the sender, and messages from one rank arrive
+// in the order it sent them.
+int any_source(weft::Comm& comm) {
+  const int r = comm.rank(), n = comm.size();
+  const size_t count = 1000;
+  if (r != 0) {
+    usleep(static_cast<useconds_t>((n - r) * 20000));
+    for (int k = 0; k < 3; ++k) {
+      std::vector<int32_t> msg(count, r * 100 + k);
+      comm.send(msg.data(), count, weftInt32, 0);
+    }
+    comm.barrier();
+    if (r == 1) {
+      std::vector<int32_t> msg(count, 103);
+      comm.send(msg.data(), count, weftInt32, 0);
+    }
+  } else {
+    std::vector<int> next(n, 0), order;
+    std::vector<int32_t> in(count);
+    for (int k = 0; k < 3 * (n - 1); ++k) {
+      const int src = comm.recv_any(in.data(), count, weftInt32);
+      order.push_back(src);
+      if (src <= 0 || src >= n) die(r, "any-source: source " + std::to_string(src));
+      for (int32_t v : in)
+        if (v != src * 100 + next[src]) die(r, "any-source: message from " + std::to_string(src) + " out of order or wrong");
+      ++next[src];
+    }
+    comm.barrier();
+    comm.recv(in.data(), count, weftInt32, 1);
+    if (in[0] != 103) die(r, "any-source: the specific receive after them got " + std::to_string(in[0]));
+    std::string o;
+    for (int s : order) o += std::to_string(s);
+    std::printf("rank 0: sources in order %s\n", o.c_str());
+  }
+  std::printf("rank %d: OK any-source\n", r);
+  return 0;
+}
+
 int two_comms(weft::Comm& world) {
   const int r = world.rank(), n = world.size();
   weft::Comm a = world.split(0, r), b = world.split(0, r);
@@ -219,6 +260,7 @@ int main(int argc, char** argv) {
     int rc = mode == "recv-first" ? recv_first(comm)
              : mode == "ring"     ? ring(comm, arg > 0 ? arg : 64)
              : mode == "two-comms" ? two_comms(comm)
+             : mode == "any-source" ? any_source(comm)
              : mode == "overlap"  ? overlap(comm, arg > 0 ? arg : 8)
              : mode == "fault"    ? fault(comm)
                                   : (std::printf("unknown mode %s\n", mode.c_str()), 2);

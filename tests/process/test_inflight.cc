@@ -40,6 +40,10 @@ TEST_P(InFlight, MessagesAroundARingInMixedOrders) {
   expect_ok(run_job(3, {WEFT_TEST_INFLIGHT, "ring", "64"}, env(), std::chrono::seconds(90)), "ring 64");
 }
 
+TEST_P(InFlight, ReceiveFromAnySource) {
+  for (int n : {2, 4}) expect_ok(run_job(n, {WEFT_TEST_INFLIGHT, "any-source"}, env(), std::chrono::seconds(90)), "any-source");
+}
+
 TEST_P(InFlight, TwoCommunicatorsWaitedInOppositeOrders) {
   expect_ok(run_job(2, {WEFT_TEST_INFLIGHT, "two-comms"}, env(), std::chrono::seconds(90)), "two-comms");
 }

@@ -166,6 +166,19 @@ def extras():
         for p, t in ins.items():
             check(f"batch_isend_irecv {n} from {p}", t, torch.full((n,), float(100 * p + rank)))
 
+    # recv without a source: rank 0 takes one message from each other rank, in whatever order they
+    # arrive; the source torch returns is the sender.
+    if rank == 0:
+        got = []
+        for _ in range(size - 1):
+            t = torch.zeros(5)
+            src = dist.recv(t)
+            check(f"recv from any source ({src})", t, torch.full((5,), float(src)))
+            got.append(src)
+        if sorted(got) != list(range(1, size)):
+            failures.append(f"recv from any source: sources {got}")
+    else:
+        dist.send(torch.full((5,), float(rank)), 0)
     # Coalesced calls (one Weft call each) and several tensors per process (reduced together, as gloo).
     ts = [data(rank, 5 + 3 * i, torch.float32, salt=i) for i in range(3)]
     dist.all_reduce_coalesced(ts)

@@ -63,6 +63,16 @@ void InprocTransport::post_send(int peer, uint64_t tag, const void* buf, size_t 
   op->state.store(TransportOp::kDone, std::memory_order_release);  // eager: the bytes are copied
 }
 
+bool InprocTransport::probe(int peer, uint64_t tag, uint64_t mask) {
+  tag &= kTagMask;
+  mask &= kTagMask;
+  auto& box = fabric_->box(rank_);
+  std::lock_guard<std::mutex> lock(box.mu);
+  for (const auto& m : box.unexpected)
+    if (m.src == peer && (m.tag & mask) == (tag & mask)) return true;
+  return false;
+}
+
 void InprocTransport::post_recv(int peer, uint64_t tag, uint64_t mask, void* buf, size_t len, TransportOp* op) {
   tag &= kTagMask;
   mask &= kTagMask;

@@ -289,7 +289,8 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
         next_check = now + std::chrono::milliseconds(5);
         if (ctx.abort && ctx.abort->load()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", ctx.describe());
         if (now > deadline)
-          fail(ErrorCode::kTimeout, "{}: timed out waiting for rank {} (it has not made this call)", ctx.describe(), r);
+          fail(ErrorCode::kTimeout, "{}: timed out waiting for rank {} (it has not made this call within the timeout of {} ms: "
+               "WEFT_TIMEOUT_MS or the group's)", ctx.describe(), r, ctx.timeout.count());
         if (ctx.transport)
           if (std::string why = ctx.transport->peer_failure(r); !why.empty())
             fail(ErrorCode::kRemoteError, "{}: rank {} failed: {}", ctx.describe(), r, why);

@@ -422,6 +422,22 @@ bool ShmTransport::poll_incoming(int src, bool take_all) {
 // later finds it (take_unexpected): whatever the two orders, a blocked sender always gets its
 // resources back. Only from wait_for_event, i.e. once the executor found no progress to make:
 // in a pipeline that flows, the receives come soon and the messages land with one copy.
+bool ShmTransport::probe(int peer, uint64_t tag, uint64_t mask) {
+  Peer& p = peers_[peer];
+  if (p.local < 0) return remote_->probe(peer, tag, mask);
+  if (!base_ || shut_) return false;
+  tag &= kTagMask, mask &= kTagMask;
+  for (const Unexpected& u : p.unexpected)
+    if ((u.tag & mask) == (tag & mask)) return true;
+  RingHead* ring = ring_of(base_, local_size_, p.local, my_local_);
+  const uint64_t head = ring->head.load(std::memory_order_acquire);
+  for (uint64_t seq = ring->tail.load(std::memory_order_relaxed); seq < head; ++seq) {
+    Slot* sl = slot(p.local, my_local_, seq);
+    if (sl->state.load(std::memory_order_acquire) == kFull && (sl->tag & mask) == (tag & mask)) return true;
+  }
+  return false;
+}
+
 bool ShmTransport::take_unexpected_messages() {
   bool any = false;
   for (int r = 0; r < size_; ++r) {

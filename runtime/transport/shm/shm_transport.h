@@ -36,6 +36,7 @@ class ShmTransport : public Transport {
   bool reduces_on_delivery() const override { return !remote_; }
   void post_recv_reduce(int peer, uint64_t tag, uint64_t mask, void* dst, const void* other, size_t len, DataType dtype,
                         RedOp op, TransportOp* top) override;
+  bool probe(int peer, uint64_t tag, uint64_t mask) override;
   bool progress() override;
   void wait_for_event(std::chrono::steady_clock::time_point deadline) override;
   void interrupt() override;

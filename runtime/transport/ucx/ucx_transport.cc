@@ -294,6 +294,13 @@ void UcxTransport::post_recv(int peer, uint64_t tag, uint64_t mask, void* buf, s
   }
 }
 
+bool UcxTransport::probe(int peer, uint64_t tag, uint64_t mask) {
+  if (shut_) return false;
+  ucp_tag_recv_info_t info{};
+  const ucp_tag_t full_mask = (uint64_t{0xffff} << kTagBits) | (mask & kTagMask);
+  return ucp_tag_probe_nb(worker_, wire_tag(peer, tag), full_mask, 0, &info) != nullptr;  // 0: leave it there
+}
+
 bool UcxTransport::progress() {
   bool any = false;
   while (ucp_worker_progress(worker_)) any = true;

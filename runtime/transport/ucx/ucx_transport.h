@@ -36,6 +36,7 @@ class UcxTransport : public Transport {
   const char* name() const override { return "ucx"; }
   void post_send(int peer, uint64_t tag, const void* buf, size_t len, TransportOp* op) override;
   void post_recv(int peer, uint64_t tag, uint64_t mask, void* buf, size_t len, TransportOp* op) override;
+  bool probe(int peer, uint64_t tag, uint64_t mask) override;
   bool progress() override;
   void wait_for_event(std::chrono::steady_clock::time_point deadline) override;
   void interrupt() override;
