@@ -1,8 +1,32 @@
 #include "collectives/collective.h"
+#include <algorithm>
 
 namespace weft {
 
+uint64_t AllToAllvSplits::sent() const {
+  uint64_t n = 0;
+  for (uint64_t c : send_counts) n += c;
+  return n;
+}
+uint64_t AllToAllvSplits::received() const {
+  uint64_t n = 0;
+  for (uint64_t c : recv_counts) n += c;
+  return n;
+}
+
+namespace {
+// The bytes up to the end of the furthest non-empty block (kAllToAllv).
+uint64_t extent(const std::vector<uint64_t>& counts, const std::vector<uint64_t>& displs, uint64_t es) {
+  uint64_t end = 0;
+  for (size_t p = 0; p < counts.size() && p < displs.size(); ++p)
+    if (counts[p]) end = std::max(end, (displs[p] + counts[p]) * es);
+  return end;
+}
+}  // namespace
+
 uint64_t send_bytes(const CollectiveArgs& a, int rank, int nranks) {
+  if (a.kind == CollectiveKind::kAllToAllv)
+    return a.splits ? extent(a.splits->send_counts, a.splits->send_displs, dtype_size(a.dtype)) : 0;
   uint64_t b = a.count * dtype_size(a.dtype);
   switch (a.kind) {
     case CollectiveKind::kReduceScatter: case CollectiveKind::kAllToAll: return b * nranks;
@@ -13,6 +37,8 @@ uint64_t send_bytes(const CollectiveArgs& a, int rank, int nranks) {
 }
 
 uint64_t recv_bytes(const CollectiveArgs& a, int rank, int nranks) {
+  if (a.kind == CollectiveKind::kAllToAllv)
+    return a.splits ? extent(a.splits->recv_counts, a.splits->recv_displs, dtype_size(a.dtype)) : 0;
   uint64_t b = a.count * dtype_size(a.dtype);
   switch (a.kind) {
     case CollectiveKind::kAllGather: case CollectiveKind::kAllToAll: return b * nranks;
@@ -45,7 +71,9 @@ uint16_t call_signature(const CollectiveArgs& a) {
                   a.kind == CollectiveKind::kReduce;
   uint16_t op = reducing ? static_cast<uint16_t>(a.op) : 0;
   uint16_t dt = a.kind == CollectiveKind::kBarrier ? 0 : static_cast<uint16_t>(a.dtype);
-  uint16_t count = a.kind == CollectiveKind::kBarrier ? 0 : hash3(a.count);
+  // An all-to-all's unequal splits differ between the ranks by design: a count that does not match
+  // its peer's shows as a message of the wrong size (Execution::mismatch names both ranks).
+  uint16_t count = a.kind == CollectiveKind::kBarrier || a.kind == CollectiveKind::kAllToAllv ? 0 : hash3(a.count);
   uint16_t root = rooted ? hash3(static_cast<uint64_t>(a.root)) : 0;
   return static_cast<uint16_t>((kind_code(a.kind) << 12) | (dt << 9) | (op << 6) | (count << 3) | root);
 }
@@ -79,6 +107,9 @@ std::string describe_call(const CollectiveArgs& a, uint64_t seq) {
     case CollectiveKind::kRecv: return fmt::format("recv #{} (count {}, {}, from rank {})", seq, a.count, dtype_name(a.dtype), a.root);
     case CollectiveKind::kBroadcast: return fmt::format("broadcast #{} (count {}, {}, root {})", seq, a.count, dtype_name(a.dtype), a.root);
     case CollectiveKind::kReduce: return fmt::format("reduce #{} (count {}, {}, {}, root {})", seq, a.count, dtype_name(a.dtype), redop_name(a.op), a.root);
+    case CollectiveKind::kAllToAllv:
+      return fmt::format("alltoallv #{} (sends {} and receives {} elements, {})", seq, a.splits ? a.splits->sent() : 0,
+                         a.splits ? a.splits->received() : 0, dtype_name(a.dtype));
     case CollectiveKind::kAllGather: case CollectiveKind::kAllToAll:
       return fmt::format("{} #{} (count {}, {})", collective_name(a.kind), seq, a.count, dtype_name(a.dtype));
     default: return fmt::format("{} #{} (count {}, {}, {})", collective_name(a.kind), seq, a.count, dtype_name(a.dtype), redop_name(a.op));

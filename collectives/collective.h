@@ -3,6 +3,7 @@
 // build, name, predict}.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,14 +16,28 @@
 namespace weft {
 
 
+// An all-to-all with unequal splits (kAllToAllv, weftAllToAllv): this rank's counts and
+// displacements, in elements, one of each per rank (MPI_Alltoallv's). send_counts[p] elements at
+// send_displs[p] go to rank p; recv_counts[p] elements from rank p land at recv_displs[p].
+struct AllToAllvSplits {
+  std::vector<uint64_t> send_counts, send_displs, recv_counts, recv_displs;
+  uint64_t sent() const;      // the sum of send_counts
+  uint64_t received() const;  // the sum of recv_counts
+};
+
 // What every rank must agree on for one call (the signature), plus this rank's view.
 struct CollectiveArgs {
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  uint64_t count = 0;  // per NCCL's convention for each collective (recvcount, sendcount, per peer)
+  // Per NCCL's convention for each collective (recvcount, sendcount, per peer); for kAllToAllv,
+  // the elements this rank sends in all (the ranks differ: not part of the signature).
+  uint64_t count = 0;
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
   int root = 0;   // broadcast, reduce; the peer for send/recv (kAnySource: a receive from any source)
   bool in_place = false;
+  // kAllToAllv only (else null): shared and never changed, so that every copy of the arguments
+  // (an operation in flight, the caller's arrays long gone) holds them.
+  std::shared_ptr<const AllToAllvSplits> splits = nullptr;
 };
 inline constexpr int kAnySource = -1;
 

@@ -54,6 +54,9 @@ const std::vector<Algorithm>& algorithm_table() {
        build_binomial_reduce, nullptr, nullptr},
       {"pairwise", "Pairwise all-to-all: n-1 rounds exchanging with r+k / r-k; in place through scratch.",
        {K::kAllToAll}, build_pairwise_alltoall, nullptr, nullptr},
+      {"pairwise", "Pairwise all-to-all with unequal splits: the same rounds, one message per peer of its own size "
+                   "(zero bytes for a zero count, so that a count the peer disagrees with is caught); not in place.",
+       {K::kAllToAllv}, build_pairwise_alltoallv, nullptr, nullptr},
       {"dissemination", "Dissemination barrier: ceil(log2 n) rounds of zero-byte messages to r+2^k.",
        {K::kBarrier}, build_dissemination_barrier, nullptr, nullptr},
   };

@@ -53,4 +53,5 @@ void build_binomial_broadcast(ScheduleBuilder& b, const CollectiveArgs& a, const
 void build_chain_reduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_binomial_reduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_pairwise_alltoall(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+void build_pairwise_alltoallv(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 }  // namespace weft

@@ -190,8 +190,9 @@ c10::intrusive_ptr<c10d::ProcessGroup> ProcessGroupWeft::create(const c10::intru
 }
 
 void ProcessGroupWeft::submit(WorkWeft& work, const CollectiveArgs& args, const void* send, void* recv) {
-  // Nothing to move (every rank has empty tensors): Weft is not asked.
-  if (args.count == 0 && args.kind != CollectiveKind::kBarrier) return;
+  // Nothing to move (every rank has empty tensors): Weft is not asked. Not so with unequal splits:
+  // a rank that sends nothing may still receive, and every rank takes part.
+  if (args.count == 0 && args.kind != CollectiveKind::kBarrier && args.kind != CollectiveKind::kAllToAllv) return;
   try {
     work.requests_.push_back(comm_->submit(args, send, recv, SubmitMode::kAsync));
   } catch (const std::exception& e) {
@@ -481,47 +482,6 @@ WorkPtr ProcessGroupWeft::_reduce_scatter_base(at::Tensor& output, at::Tensor& i
   at::Tensor src = w->stage(input, false);
   at::Tensor dst = w->stage(output, true);
   return enqueue(w, a, src.data_ptr(), dst.data_ptr());
-}
-
-WorkPtr ProcessGroupWeft::alltoall_base(at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_splits,
-                                        std::vector<int64_t>& input_splits, const c10d::AllToAllOptions&) {
-  check_tensor(input, "all_to_all_single");
-  check_like(output, input, input.numel(), "all_to_all_single", "the output");
-  for (auto* splits : {&input_splits, &output_splits}) {
-    if (splits->empty()) continue;
-    const int64_t rows = (splits == &input_splits ? input : output).size(0);
-    bool equal = static_cast<int>(splits->size()) == size_ && rows % size_ == 0;
-    for (int64_t s : *splits) equal = equal && s == rows / size_;
-    TORCH_CHECK(equal, "weft: all_to_all_single with unequal splits is not supported (", splits == &input_splits ? "input" : "output",
-                "_split_sizes=", c10::IntArrayRef(*splits), "); weft exchanges equal parts: pass no split sizes or equal ones");
-  }
-  TORCH_CHECK(input.numel() % size_ == 0, "weft: all_to_all_single: ", input.numel(),
-              " elements do not split equally between ", size_, " ranks");
-  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLTOALL_BASE, std::vector<at::Tensor>{output});
-  at::Tensor src = w->stage(input, false);
-  at::Tensor dst = w->stage(output, true);
-  return enqueue(w, make_args(CollectiveKind::kAllToAll, input, input.numel() / size_), src.data_ptr(), dst.data_ptr());
-}
-
-WorkPtr ProcessGroupWeft::alltoall(std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-                                   const c10d::AllToAllOptions&) {
-  TORCH_CHECK(static_cast<int>(inputs.size()) == size_ && static_cast<int>(outputs.size()) == size_,
-              "weft: all_to_all takes ", size_, " input and output tensors (got ", inputs.size(), " and ", outputs.size(), ")");
-  check_tensor(inputs[0], "all_to_all");
-  const int64_t n = inputs[0].numel();
-  for (auto& t : inputs) check_like(t, inputs[0], n, "all_to_all", "an input tensor (all must be equal: unequal sizes are not supported)");
-  for (auto& t : outputs) check_like(t, inputs[0], n, "all_to_all", "an output tensor (all must be equal: unequal sizes are not supported)");
-  auto w = c10::make_intrusive<WorkWeft>(rank_, OpType::ALLTOALL, outputs);
-  auto opt = inputs[0].options().memory_format(at::MemoryFormat::Contiguous);
-  at::Tensor fin = at::empty({size_ * n}, opt), fout = at::empty({size_ * n}, opt);
-  for (int r = 0; r < size_; ++r) fin.narrow(0, r * n, n).copy_(inputs[r].reshape({-1}));
-  w->keep(fin);
-  w->keep(fout);
-  std::vector<at::Tensor> outs = outputs;
-  w->then([outs, fout, n]() mutable {
-    for (size_t i = 0; i < outs.size(); ++i) outs[i].copy_(fout.narrow(0, static_cast<int64_t>(i) * n, n).view(outs[i].sizes()));
-  });
-  return enqueue(w, make_args(CollectiveKind::kAllToAll, inputs[0], n), fin.data_ptr(), fout.data_ptr());
 }
 
 WorkPtr ProcessGroupWeft::barrier(const c10d::BarrierOptions&) {

@@ -177,6 +177,24 @@ WEFT_API weftResult_t weftAllToAll(const void* sendbuff, void* recvbuff, size_t 
                                    weftDataType_t datatype, weftComm_t comm);
 WEFT_API weftResult_t weftAllToAllAsync(const void* sendbuff, void* recvbuff, size_t count,
                                         weftDataType_t datatype, weftComm_t comm, weftRequest_t* request);
+/// All-to-all with unequal splits (MPI_Alltoallv's shape; gloo's all_to_all with split sizes).
+/// Counts and displacements are in elements, one per rank: sendcounts[p] elements at
+/// sendbuff + sdispls[p] go to rank p, and recvcounts[p] elements from rank p land at
+/// recvbuff + rdispls[p]. NCCL has no alltoallv (users build it from ncclSend/ncclRecv inside
+/// ncclGroupStart/End); this is the one call for it. sendcounts[p] on rank r must equal
+/// recvcounts[r] on rank p: a disagreement fails the call with weftInvalidUsage naming both ranks
+/// and both counts (the communicator is then broken, as for any mismatch, and the other ranks'
+/// next calls fail too). Zero counts are allowed (a rank may send or receive nothing); every rank
+/// of the communicator calls it. That the displacements stay inside the caller's buffers is the
+/// caller's responsibility. weftInvalidArgument for a NULL array, this rank's own block of two
+/// sizes (sendcounts[rank] != recvcounts[rank]), receive blocks that overlap, or sendbuff and
+/// recvbuff that overlap (not supported in place). Host buffers only.
+WEFT_API weftResult_t weftAllToAllv(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                                    void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                                    weftDataType_t datatype, weftComm_t comm);
+WEFT_API weftResult_t weftAllToAllvAsync(const void* sendbuff, const size_t sendcounts[], const size_t sdispls[],
+                                         void* recvbuff, const size_t recvcounts[], const size_t rdispls[],
+                                         weftDataType_t datatype, weftComm_t comm, weftRequest_t* request);
 WEFT_API weftResult_t weftBarrier(weftComm_t comm);
 WEFT_API weftResult_t weftBarrierAsync(weftComm_t comm, weftRequest_t* request);
 WEFT_API weftResult_t weftSend(const void* sendbuff, size_t count, weftDataType_t datatype, int peer,

@@ -189,6 +189,26 @@ class Comm {
     detail::check(weftReduce(s, r, n, t, op, root, c_), c_);
   }
   void all_to_all(const void* s, void* r, size_t n, weftDataType_t t) { detail::check(weftAllToAll(s, r, n, t, c_), c_); }
+  Work all_to_all_async(const void* s, void* r, size_t n, weftDataType_t t) {
+    weftRequest_t q = nullptr;
+    detail::check(weftAllToAllAsync(s, r, n, t, c_, &q), c_);
+    return Work(q, c_);
+  }
+  /// weftAllToAllv: unequal splits, counts and displacements in elements, one of each per rank
+  /// (each vector holds size() entries; checked here, since the C call reads that many).
+  void all_to_allv(const void* s, const std::vector<size_t>& sendcounts, const std::vector<size_t>& sdispls, void* r,
+                   const std::vector<size_t>& recvcounts, const std::vector<size_t>& rdispls, weftDataType_t t) {
+    check_splits("all_to_allv", sendcounts, sdispls, recvcounts, rdispls);
+    detail::check(weftAllToAllv(s, sendcounts.data(), sdispls.data(), r, recvcounts.data(), rdispls.data(), t, c_), c_);
+  }
+  /// The counts are copied when the call is made: the vectors may go at once; the buffers may not.
+  Work all_to_allv_async(const void* s, const std::vector<size_t>& sendcounts, const std::vector<size_t>& sdispls, void* r,
+                         const std::vector<size_t>& recvcounts, const std::vector<size_t>& rdispls, weftDataType_t t) {
+    check_splits("all_to_allv_async", sendcounts, sdispls, recvcounts, rdispls);
+    weftRequest_t q = nullptr;
+    detail::check(weftAllToAllvAsync(s, sendcounts.data(), sdispls.data(), r, recvcounts.data(), rdispls.data(), t, c_, &q), c_);
+    return Work(q, c_);
+  }
   void barrier() { detail::check(weftBarrier(c_), c_); }
   void send(const void* s, size_t n, weftDataType_t t, int peer) { detail::check(weftSend(s, n, t, peer, c_), c_); }
   void recv(void* r, size_t n, weftDataType_t t, int peer) { detail::check(weftRecv(r, n, t, peer, c_), c_); }
@@ -210,6 +230,15 @@ class Comm {
   }
 
  private:
+  void check_splits(const char* fn, const std::vector<size_t>& sc, const std::vector<size_t>& sd, const std::vector<size_t>& rc,
+                    const std::vector<size_t>& rd) const {
+    const size_t n = static_cast<size_t>(size());
+    if (sc.size() != n || sd.size() != n || rc.size() != n || rd.size() != n)
+      throw Error(ErrorCode::kInvalidArgument, std::string("weft::Comm::") + fn + ": sendcounts, sdispls, recvcounts and rdispls need " +
+                                           std::to_string(n) + " entries each (one per rank); got " + std::to_string(sc.size()) +
+                                           ", " + std::to_string(sd.size()) + ", " + std::to_string(rc.size()) + " and " +
+                                           std::to_string(rd.size()));
+  }
   int get_int(weftResult_t (*fn)(weftComm_t, int*)) const {
     int v = 0;
     detail::check(fn(c_, &v), c_);

@@ -84,8 +84,31 @@ struct GroupOp {
 };
 thread_local std::vector<GroupOp> t_group_ops;
 
+// weftAllToAllv's arrays (one entry per rank) copied into the call's arguments, which keep them
+// while the call is in flight; a NULL array is refused, named.
+struct VArrays {
+  const size_t* send_counts;
+  const size_t* send_displs;
+  const size_t* recv_counts;
+  const size_t* recv_displs;
+};
+std::shared_ptr<const weft::AllToAllvSplits> copy_splits(const char* fn, const VArrays& v, int size) {
+  const std::pair<const size_t*, const char*> arrays[] = {
+      {v.send_counts, "sendcounts"}, {v.send_displs, "sdispls"}, {v.recv_counts, "recvcounts"}, {v.recv_displs, "rdispls"}};
+  for (const auto& [p, name] : arrays)
+    if (!p) throw Error(ErrorCode::kInvalidArgument, fmt::format("{}: {} is NULL (it takes one entry per rank)", fn, name));
+  auto s = std::make_shared<weft::AllToAllvSplits>();
+  const auto n = static_cast<size_t>(size);
+  s->send_counts.assign(v.send_counts, v.send_counts + n);
+  s->send_displs.assign(v.send_displs, v.send_displs + n);
+  s->recv_counts.assign(v.recv_counts, v.recv_counts + n);
+  s->recv_displs.assign(v.recv_displs, v.recv_displs + n);
+  return s;
+}
+
 weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* recv, size_t count, int dtype, int op,
-                   int root, weftComm_t comm, weftRequest_t* request, void* stream = nullptr, bool on_stream = false) {
+                   int root, weftComm_t comm, weftRequest_t* request, void* stream = nullptr, bool on_stream = false,
+                   const VArrays* v = nullptr) {
   if (request) *request = nullptr;  // never a stale handle when the call fails
 #if !WEFT_HAVE_NCCL
   if (on_stream) return record(comm, weftInvalidUsage, std::string(fn) + ": built without NCCL (no device buffers or streams)");
@@ -100,6 +123,10 @@ weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* 
     a.dtype = static_cast<weft::DataType>(dtype);
     a.op = reducing ? static_cast<weft::RedOp>(op) : weft::RedOp::kSum;
     a.root = root;
+    if (v) {
+      a.splits = copy_splits(fn, *v, c->size());
+      a.count = a.splits->sent();
+    }
     if (on_stream && request) throw Error(ErrorCode::kInternalError, std::string(fn) + ": a stream call cannot also be asynchronous");
     if (!on_stream && !request && t_group_depth == 0) return c->run(a, send, recv);
     auto work = c->submit(a, send, recv, on_stream ? weft::SubmitMode::kOnStream : weft::SubmitMode::kAsync, stream);
@@ -402,6 +429,18 @@ weftResult_t weftAllToAll(const void* s, void* r, size_t count, weftDataType_t d
 weftResult_t weftAllToAllAsync(const void* s, void* r, size_t count, weftDataType_t dt, weftComm_t comm, weftRequest_t* req) {
   if (auto e = need_request("weftAllToAllAsync", comm, req)) return e;
   return start("weftAllToAllAsync", CollectiveKind::kAllToAll, s, r, count, dt, 0, 0, comm, req);
+}
+weftResult_t weftAllToAllv(const void* s, const size_t sendcounts[], const size_t sdispls[], void* r, const size_t recvcounts[],
+                           const size_t rdispls[], weftDataType_t dt, weftComm_t comm) {
+  const VArrays v{sendcounts, sdispls, recvcounts, rdispls};
+  return start("weftAllToAllv", CollectiveKind::kAllToAllv, s, r, 0, dt, 0, 0, comm, nullptr, nullptr, false, &v);
+}
+weftResult_t weftAllToAllvAsync(const void* s, const size_t sendcounts[], const size_t sdispls[], void* r,
+                                const size_t recvcounts[], const size_t rdispls[], weftDataType_t dt, weftComm_t comm,
+                                weftRequest_t* req) {
+  if (auto e = need_request("weftAllToAllvAsync", comm, req)) return e;
+  const VArrays v{sendcounts, sdispls, recvcounts, rdispls};
+  return start("weftAllToAllvAsync", CollectiveKind::kAllToAllv, s, r, 0, dt, 0, 0, comm, req, nullptr, false, &v);
 }
 weftResult_t weftBarrier(weftComm_t comm) {
   return start("weftBarrier", CollectiveKind::kBarrier, nullptr, nullptr, 0, weftUint8, 0, 0, comm, nullptr);

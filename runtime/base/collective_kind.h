@@ -9,13 +9,14 @@ namespace weft {
 
 enum class CollectiveKind : uint8_t {
   kAllReduce, kReduceScatter, kAllGather, kBroadcast, kReduce, kAllToAll, kBarrier, kSend, kRecv,
+  kAllToAllv,  // all-to-all with per-peer counts and displacements (weftAllToAllv); last: the others keep their numbers
 };
-inline constexpr int kNumCollectiveKinds = 9;
+inline constexpr int kNumCollectiveKinds = 10;
 
 // "allreduce", "reducescatter", "allgather", "broadcast", "reduce", "alltoall", "barrier", ...
 inline std::string_view collective_name(CollectiveKind k) {
   static constexpr std::string_view names[] = {"allreduce", "reducescatter", "allgather", "broadcast", "reduce",
-                                               "alltoall",  "barrier",       "send",      "recv"};
+                                               "alltoall",  "barrier",       "send",      "recv",   "alltoallv"};
   const int i = static_cast<int>(k);
   return i >= 0 && i < kNumCollectiveKinds ? names[i] : std::string_view("?");
 }

@@ -27,19 +27,26 @@ void AlgorithmChoice::check_id(const std::string& id, const char* what) {
 
 std::string AlgorithmChoice::applies_to(const std::string& id) {
   std::string out;
-  for (int k = 0; k < static_cast<int>(CollectiveKind::kSend); ++k) {
+  for (int k = 0; k < kNumCollectiveKinds; ++k) {
     const auto kind = static_cast<CollectiveKind>(k);
+    if (kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv) continue;
     if (applies(id, kind)) out += (out.empty() ? "" : ", ") + std::string(collective_name(kind));
   }
   return out;
 }
 
 std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveArgs& a, const std::string& algo_id) {
+  // An all-to-all with unequal splits is not cached: its counts are the key, and they change from
+  // call to call (a mixture of experts' routing); its schedule is n-1 sends and receives, cheap to
+  // build each time.
+  const bool cached = a.kind != CollectiveKind::kAllToAllv;
   auto key = std::make_tuple(static_cast<int>(a.kind), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root,
                              a.in_place, algo_id);
-  auto it = schedules_.find(key);
-  if (it != schedules_.end()) return it->second;
-  if (schedules_.size() > 4096) schedules_.clear();
+  if (cached) {
+    auto it = schedules_.find(key);
+    if (it != schedules_.end()) return it->second;
+    if (schedules_.size() > 4096) schedules_.clear();
+  }
   AlgoOptions opt;
   opt.slice_bytes = config_.slice_bytes;
   opt.channels = config_.channels;
@@ -67,7 +74,9 @@ std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveAr
     if (std::string_view(algo->id) == "forest") opt.forest = forest();
     s = build_schedule(*algo, a, m_.rank, m_.size, opt);
   }
-  return schedules_.emplace(key, std::make_shared<const Schedule>(std::move(s))).first->second;
+  auto built = std::make_shared<const Schedule>(std::move(s));
+  if (cached) schedules_.emplace(key, built);
+  return built;
 }
 
 std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string& algo_id, const char* chosen,

@@ -73,6 +73,16 @@ void Execution::abort_with(ErrorCode code, const std::string& msg) {
 void Execution::mismatch(int peer, uint64_t sender_tag, size_t got, size_t want) {
   uint16_t theirs = tag_signature(sender_tag);
   std::string diff = theirs != ctx_->signature ? signature_difference(ctx_->signature, theirs) : std::string("the count");
+  if (theirs == ctx_->signature && (theirs >> 12) == static_cast<uint16_t>(CollectiveKind::kAllToAllv)) {
+    // Unequal splits: the two ranks' counts for this pair, named on both sides.
+    const int me = ctx_->transport->rank();
+    const size_t es = dtype_size(s_->dtype);
+    abort_with(ErrorCode::kInvalidUsage,
+               fmt::format("{}: mismatch with rank {}: the ranks passed different arguments: the count: rank {} sent {} "
+                           "elements ({} bytes) to rank {}, which expects {} ({} bytes): rank {}'s sendcounts[{}] and "
+                           "rank {}'s recvcounts[{}] differ",
+                           what(), peer, peer, got / es, got, me, want / es, want, peer, me, me, peer));
+  }
   abort_with(ErrorCode::kInvalidUsage,
              fmt::format("{}: mismatch with rank {}: the ranks passed different arguments: {} (message of {} bytes, "
                          "expected {})", what(), peer, diff, got, want));

@@ -73,7 +73,8 @@ double CommMetrics::bus_factor(CollectiveKind kind) const {
     case CollectiveKind::kAllReduce: return n > 1 ? 2 * (n - 1) / n : 0;
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
-    case CollectiveKind::kAllToAll: return n > 1 ? (n - 1) / n : 0;
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kAllToAllv: return n > 1 ? (n - 1) / n : 0;
     case CollectiveKind::kBarrier: return 0;
     default: return 1;
   }

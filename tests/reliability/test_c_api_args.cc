@@ -78,6 +78,7 @@ TEST_F(CApi, NullCommunicatorEverywhere) {
   weftRequest_t req = nullptr;
   int x = 0, y = 0;
   const auto f32 = weftFloat32;
+  const size_t v1[] = {1}, v0[] = {0};  // weftAllToAllv's arrays, one entry per rank
   struct Call {
     const char* name;
     std::function<weftResult_t()> call;
@@ -107,6 +108,8 @@ TEST_F(CApi, NullCommunicatorEverywhere) {
       {"weftReduceAsync", [&] { return weftReduceAsync(a.p(), b.p(), 1, f32, weftSum, 0, nullptr, &req); }},
       {"weftAllToAll", [&] { return weftAllToAll(a.p(), b.p(), 1, f32, nullptr); }},
       {"weftAllToAllAsync", [&] { return weftAllToAllAsync(a.p(), b.p(), 1, f32, nullptr, &req); }},
+      {"weftAllToAllv", [&] { return weftAllToAllv(a.p(), v1, v0, b.p(), v1, v0, f32, nullptr); }},
+      {"weftAllToAllvAsync", [&] { return weftAllToAllvAsync(a.p(), v1, v0, b.p(), v1, v0, f32, nullptr, &req); }},
       {"weftBarrier", [&] { return weftBarrier(nullptr); }},
       {"weftBarrierAsync", [&] { return weftBarrierAsync(nullptr, &req); }},
       {"weftSend", [&] { return weftSend(a.p(), 1, f32, 0, nullptr); }},
@@ -146,6 +149,8 @@ TEST_F(CApi, NullOutputsAndNullRequests) {
   expect_rejected("bc", weftBroadcastAsync(a.p(), b.p(), 1, f, 0, comm_, nullptr), {kArg}, a, b, "request is NULL");
   expect_rejected("rd", weftReduceAsync(a.p(), b.p(), 1, f, weftSum, 0, comm_, nullptr), {kArg}, a, b, "request is NULL");
   expect_rejected("a2a", weftAllToAllAsync(a.p(), b.p(), 1, f, comm_, nullptr), {kArg}, a, b, "request is NULL");
+  const size_t v1[] = {1}, v0[] = {0};
+  expect_rejected("a2av", weftAllToAllvAsync(a.p(), v1, v0, b.p(), v1, v0, f, comm_, nullptr), {kArg}, a, b, "request is NULL");
   expect_rejected("bar", weftBarrierAsync(comm_, nullptr), {kArg}, a, b, "request is NULL");
   expect_rejected("send", weftSendAsync(a.p(), 1, f, 0, comm_, nullptr), {kArg}, a, b, "request is NULL");
   expect_rejected("recv", weftRecvAsync(b.p(), 1, f, 0, comm_, nullptr), {kArg}, a, b, "request is NULL");
@@ -157,6 +162,7 @@ TEST_F(CApi, NullBuffersBadEnumsOverflowAndRanges) {
   Guarded a, b;
   weftRequest_t req = nullptr;
   const auto f = weftFloat32;
+  const size_t v0[] = {0}, v1[] = {1}, v4[] = {4}, vhuge[] = {SIZE_MAX / 8};  // weftAllToAllv's, one rank
   struct Case {
     const char* what;
     std::function<weftResult_t()> call;
@@ -171,6 +177,12 @@ TEST_F(CApi, NullBuffersBadEnumsOverflowAndRanges) {
       {"bc null", [&] { return weftBroadcast(nullptr, b.p(), 4, f, 0, comm_); }, "NULL"},
       {"rd null", [&] { return weftReduce(a.p(), nullptr, 4, f, weftSum, 0, comm_); }, "NULL"},
       {"a2a null", [&] { return weftAllToAll(nullptr, b.p(), 4, f, comm_); }, "NULL"},
+      {"a2av null", [&] { return weftAllToAllv(nullptr, v4, v0, b.p(), v4, v0, f, comm_); }, "sendbuff is NULL"},
+      {"a2av counts", [&] { return weftAllToAllv(a.p(), nullptr, v0, b.p(), v4, v0, f, comm_); }, "sendcounts is NULL"},
+      {"a2av displs", [&] { return weftAllToAllvAsync(a.p(), v4, v0, b.p(), v4, nullptr, f, comm_, &req); }, "rdispls is NULL"},
+      {"a2av own", [&] { return weftAllToAllv(a.p(), v4, v0, b.p(), v1, v0, f, comm_); }, "block to itself"},
+      {"a2av in place", [&] { return weftAllToAllv(a.p(), v4, v0, a.p(), v4, v0, f, comm_); }, "in place is not supported"},
+      {"a2av overflow", [&] { return weftAllToAllv(a.p(), vhuge, v0, b.p(), vhuge, v0, f, comm_); }, "overflow"},
       {"type", [&] { return weftAllReduce(a.p(), b.p(), 4, kBadType, weftSum, comm_); }, "datatype"},
       {"neg type", [&] { return weftAllGather(a.p(), b.p(), 4, kNegType, comm_); }, "datatype"},
       {"bc type", [&] { return weftBroadcast(a.p(), b.p(), 4, kBadType, 0, comm_); }, "datatype"},

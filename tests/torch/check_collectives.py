@@ -1,8 +1,9 @@
 """Every collective of the weft backend against gloo (or, where gloo 1.13 lacks the operation or
 type, against a reference computed from every rank's inputs), on every Weft data type, in one job
-that holds a weft group (the default) and a gloo group. Then the errors: unsupported type, unequal
-all_to_all splits, a non-CPU tensor, an unsupported reduce op; the group must stay usable after
-each. Run through launch.py; prints "rank R: OK" and exits 0 on success.
+that holds a weft group (the default) and a gloo group; all_to_all_single and all_to_all with
+unequal splits (zero rows included) against a reference and gloo. Then the errors: unsupported
+type, split sizes of the wrong length, a non-CPU tensor, an unsupported reduce op; the group must
+stay usable after each. Run through launch.py; prints "rank R: OK" and exits 0 on success.
 """
 import sys
 
@@ -207,6 +208,42 @@ def extras():
     check("all_reduce sparse", sp.to_dense(), dense)
 
 
+def unequal_all_to_all():
+    """all_to_all_single with input/output split sizes and all_to_all with lists of tensors of
+    different sizes (rows of 3 elements; rank q sends rank p rows(q, p) rows, zero for some pairs,
+    and for uint8 rank 0 sends nothing at all), against a reference built from every rank's input
+    and against gloo where gloo 1.13 can."""
+    width = 3
+    for salt, dtype in enumerate((torch.float32, torch.int64, torch.bfloat16, torch.uint8)):
+        def rows(q, p):
+            return 0 if dtype == torch.uint8 and q == 0 else (q * 3 + p * 5 + salt) % 4
+
+        def inp(q):
+            return data(q, width * sum(rows(q, p) for p in range(size)), dtype, salt=50 + salt).view(-1, width)
+        tag = f"{str(dtype)[6:]}"
+        mine = inp(rank)
+        in_splits = [rows(rank, p) for p in range(size)]
+        out_splits = [rows(q, rank) for q in range(size)]
+        want = torch.cat([inp(q).narrow(0, sum(rows(q, p) for p in range(rank)), rows(q, rank)) for q in range(size)])
+        out = torch.full((sum(out_splits), width), 7, dtype=dtype)
+        dist.all_to_all_single(out, mine, out_splits, in_splits)
+        check(f"all_to_all_single unequal {tag}", out, want)
+
+        def gloo_a2av():
+            u = torch.empty_like(out)
+            dist.all_to_all_single(u, mine, out_splits, in_splits, group=gloo)
+            return u
+        check(f"all_to_all_single unequal {tag} (gloo)", out,
+              with_gloo(gloo_a2av, lambda: want, f"all_to_all_single unequal {tag}"))
+        # The same blocks as lists of tensors, then all_to_all_single again, asynchronously.
+        outs = [torch.full((rows(q, rank), width), 7, dtype=dtype) for q in range(size)]
+        dist.all_to_all(outs, list(mine.split(in_splits)))
+        check(f"all_to_all unequal {tag}", torch.cat(outs), want)
+        work = dist.all_to_all_single(out.zero_(), mine, out_splits, in_splits, async_op=True)
+        work.wait()
+        check(f"all_to_all_single unequal async {tag}", out, want)
+
+
 def expect_error(what, fn, text):
     try:
         fn()
@@ -220,10 +257,9 @@ def expect_error(what, fn, text):
 def errors():
     expect_error("bool", lambda: dist.all_reduce(torch.ones(4, dtype=torch.bool)), "are not supported")
     expect_error("int16", lambda: dist.broadcast(torch.ones(4, dtype=torch.int16), 0), "are not supported")
-    if size > 1:
-        splits = [1] * (size - 1) + [size + 1]  # 2 * size rows, unequally
-        expect_error("unequal splits", lambda: dist.all_to_all_single(
-            torch.empty(2 * size), torch.ones(2 * size), splits, splits), "unequal splits")
+    splits = [1] * (size + 1)  # one entry too many
+    expect_error("split sizes of the wrong length", lambda: dist.all_to_all_single(
+        torch.empty(size + 1), torch.ones(size + 1), splits, splits), "_split_sizes has")
     # (A non-CPU tensor is refused with "the GPU path is not built"; this CPU-only PyTorch has no
     # device whose tensors reach the backend.)
     expect_error("band", lambda: dist.all_reduce(torch.ones(4, dtype=torch.int32), op=dist.ReduceOp.BAND), "reduce op")
@@ -242,6 +278,7 @@ if not quick:
     for dt in (torch.float32, torch.bfloat16, torch.int64):
         collectives(dt, 70001)  # larger than a slice: pipelined schedules
 extras()
+unequal_all_to_all()
 errors()
 dist.barrier()
 if rank == 0 and fallbacks:
