@@ -1,6 +1,9 @@
 #include "launcher/local_job.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -41,14 +44,39 @@ std::string generate_job_secret() {
 
 namespace {
 
+// A port free on 127.0.0.1 now (the kernel's pick; torchrun does the same).
+std::string free_local_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) fail_errno("socket");
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+    ::close(fd);
+    fail_errno("bind(127.0.0.1:0)");
+  }
+  ::close(fd);
+  return std::to_string(ntohs(a.sin_port));
+}
+
 // The variables weftrun sets for one rank, in the order it prints them.
 std::vector<std::pair<std::string, std::string>> rank_vars(const LaunchOptions& o, int rank, const RankBinding& b,
-                                                           const std::string& port, const std::string& secret) {
+                                                           const std::string& port, const std::string& secret,
+                                                           const std::string& torch_port) {
   std::vector<std::pair<std::string, std::string>> v{
       {"WEFT_RANK", std::to_string(rank)},      {"WEFT_WORLD_SIZE", std::to_string(o.np)},
       {"WEFT_LOCAL_RANK", std::to_string(rank)}, {"WEFT_LOCAL_SIZE", std::to_string(o.np)},
       {"WEFT_MASTER_ADDR", "127.0.0.1"},        {"WEFT_MASTER_PORT", port},
       {"WEFT_JOB_SECRET", secret},              {"WEFT_STORE_EXTERNAL", "1"}};
+  // torch.distributed's env:// variables, as torchrun sets them, so that init_process_group("weft")
+  // needs nothing by hand under weftrun; MASTER_ADDR / MASTER_PORT the user set are kept.
+  v.emplace_back("RANK", std::to_string(rank));
+  v.emplace_back("WORLD_SIZE", std::to_string(o.np));
+  v.emplace_back("LOCAL_RANK", std::to_string(rank));
+  v.emplace_back("LOCAL_WORLD_SIZE", std::to_string(o.np));
+  if (!std::getenv("MASTER_ADDR")) v.emplace_back("MASTER_ADDR", "127.0.0.1");
+  if (!std::getenv("MASTER_PORT")) v.emplace_back("MASTER_PORT", torch_port);
   if (!o.timeline.empty()) v.emplace_back("WEFT_TIMELINE", timeline_for_rank(o.timeline, rank));
   if (!b.cuda_device.empty()) {
     v.emplace_back("CUDA_DEVICE_ORDER", "PCI_BUS_ID");
@@ -80,7 +108,7 @@ int run_local(const LaunchOptions& o, const NodeTopology& topo) {
   if (o.dry_run) {
     for (int r = 0; r < o.np; ++r) {
       std::vector<std::string> words;
-      for (auto& [name, value] : rank_vars(o, r, bindings[r], "<ephemeral>", "<generated>")) {
+      for (auto& [name, value] : rank_vars(o, r, bindings[r], "<ephemeral>", "<generated>", "<ephemeral>")) {
         words.push_back(name + "=" + value);
       }
       words.insert(words.end(), o.program.begin(), o.program.end());
@@ -94,6 +122,7 @@ int run_local(const LaunchOptions& o, const NodeTopology& topo) {
   std::string secret = generate_job_secret();
   TcpStoreServer server(secret, "127.0.0.1", 0);
   if (o.verbose) std::cerr << "weftrun: store at 127.0.0.1:" << server.port() << "\n";
+  const std::string torch_port = free_local_port();  // torch's own TCPStore (MASTER_PORT)
 
   // The inherited environment, less anything weftrun decides per rank.
   std::map<std::string, std::string> base;
@@ -109,7 +138,7 @@ int run_local(const LaunchOptions& o, const NodeTopology& topo) {
   bool stdin_is_tty = ::isatty(STDIN_FILENO);
   for (int r = 0; r < o.np; ++r) {
     std::map<std::string, std::string> env = base;
-    for (auto& [name, value] : rank_vars(o, r, bindings[r], std::to_string(server.port()), secret)) env[name] = value;
+    for (auto& [name, value] : rank_vars(o, r, bindings[r], std::to_string(server.port()), secret, torch_port)) env[name] = value;
     ProcessSpec p;
     p.label = "rank " + std::to_string(r);
     p.tag = "[" + std::to_string(r) + "] ";

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include "collectives/planner.h"
 #include "collectives/tool/tool_util.h"
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   int nodes = 1, rpn = 0;
   std::string size = "64M", collective = "allreduce", cost_file, slice;
   plan->add_option("--nodes,-n", nodes, "number of nodes")->check(CLI::Range(1, 65536));
-  plan->add_option("--ranks-per-node,-r", rpn, "ranks per node (default: one per GPU, or 1)")->check(CLI::Range(0, 4096));
+  plan->add_option("--ranks-per-node,-r", rpn, "ranks per node (default: one per GPU, else one per core, at least 2)")->check(CLI::Range(0, 4096));
   plan->add_option("--size,-s", size, "message size in bytes; suffixes K, M, G");
   plan->add_option("--collective,-c", collective, "allreduce | reducescatter | allgather | broadcast | reduce");
   plan->add_option("--cost-model", cost_file, "cost model JSON overrides (default: WEFT_COST_MODEL)");
@@ -64,7 +65,9 @@ int main(int argc, char** argv) {
     if (slice_bytes < 4096 || slice_bytes > (uint64_t{1} << 30))
       weft::fail(weft::ErrorCode::kInvalidArgument, "slice size {} is outside 4096..1G (--slice, WEFT_SLICE_BYTES)",
                  slice_bytes);
-    if (rpn == 0) rpn = std::max(1, s.num_gpus());
+    // Default: what a job here would run (one rank per GPU, else per core); never a 1 x 1 job,
+    // which moves nothing and would plan zeros.
+    if (rpn == 0) rpn = s.num_gpus() > 0 ? s.num_gpus() : std::max(2, static_cast<int>(std::thread::hardware_concurrency()));
     auto model = cost_file.empty() ? weft::topo::CostModel::from_env() : weft::topo::CostModel::load(cost_file);
     if (host_ranks >= 0) model.host.ranks = host_ranks;
     if (host_cores >= 0) model.host.cores = host_cores;
@@ -78,6 +81,7 @@ int main(int argc, char** argv) {
         nlohmann::json rails = nlohmann::json::array();
         for (const auto& r : c.plan.rails) rails.push_back({{"index", r.index}, {"ranks", r.ranks}, {"nics", r.nics}});
         j.push_back({{"algorithm", c.plan.name},
+                     {"id", c.plan.algorithm},  // the table's id: what WEFT_ALGO takes
                      {"predicted_us", c.predicted_us},
                      {"ideal_us", c.plan.ideal_us},
                      {"bottleneck_gbs", c.plan.bottleneck_gbs},
@@ -96,18 +100,19 @@ int main(int argc, char** argv) {
                              s.num_gpus() == 0 ? ", CPU-only: no GPU found" : "", collective, bytes);
     const double ideal = plans.empty() ? 0 : plans.front().plan.ideal_us;
     std::cout << (*coll == weft::CollectiveKind::kAllReduce
-                      ? "Predicted times (fastest first; ideal: a reduce-scatter and an all-gather each at the worst cut's bound,\n"
+                      ? "Predicted times (WEFT_ALGO id, name; fastest first; ideal: a reduce-scatter and an all-gather each at the worst cut's bound,\n"
                         "ForestColl's; schedules that overlap the two on full-duplex links can come in under it):\n"
-                      : "Predicted times (fastest first; ideal: the worst cut's bound on the transfer, which no schedule beats):\n");
+                      : "Predicted times (WEFT_ALGO id, name; fastest first; ideal: the worst cut's bound on the transfer, which no schedule beats):\n");
     for (const auto& c : plans)
-      std::cout << fmt::format("  {:<20} {:>12.2f} us   {}\n", c.plan.name, c.predicted_us,
+      std::cout << fmt::format("  {:<8} {:<20} {:>12.2f} us   {}\n", c.plan.algorithm, c.plan.name, c.predicted_us,
                                ideal > 0 ? fmt::format("{:.2f}x the ideal {:.2f} us", c.predicted_us / ideal, ideal)
                                          : std::string());
     std::cout << "\nChosen: " << plans.front().plan.explain();
     std::cout << "Weft algorithm (WEFT_ALGO unset): "
               << weft::choose_algorithm(s, nodes, rpn, *coll, bytes, model, slice_bytes) << "\n";
     for (size_t i = 1; i < plans.size(); ++i) {
-      std::cout << "\nAlternative: " << fmt::format("{} {:.2f} us\n", plans[i].plan.name, plans[i].predicted_us);
+      std::cout << "\nAlternative: " << fmt::format("{} ({}) {:.2f} us\n", plans[i].plan.algorithm, plans[i].plan.name,
+                                                     plans[i].predicted_us);
       for (const auto& r : plans[i].plan.reasons) std::cout << "  - " << r << "\n";
     }
   } catch (const std::exception& e) {

@@ -12,7 +12,7 @@
 namespace weft {
 
 inline void cpu_relax() {
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #endif
 }

@@ -57,12 +57,13 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("probe rank=%d size=%d local_rank=%d local_size=%d launcher=%s master=%s:%d secret_len=%zu external=%d "
-              "timeline=%s cuda=%s ucx=%s cpus=%s pgid_is_pid=%d\n",
+              "timeline=%s cuda=%s ucx=%s cpus=%s pgid_is_pid=%d torch=%s:%s:%s:%s\n",
               job.rank, job.size, job.local_rank, job.local_size, weft::launcher_name(job.launcher),
               job.master_addr.c_str(), job.master_port, job.secret.size(), job.store_external ? 1 : 0,
               env_or("WEFT_TIMELINE").c_str(), env_or("CUDA_VISIBLE_DEVICES").c_str(),
               env_or("UCX_NET_DEVICES").c_str(), weft::launcher::format_cpu_list(cpus).c_str(),
-              getpgrp() == getpid() ? 1 : 0);
+              getpgrp() == getpid() ? 1 : 0, env_or("RANK").c_str(), env_or("WORLD_SIZE").c_str(),
+              env_or("MASTER_ADDR").c_str(), env_or("MASTER_PORT").c_str());
   std::fflush(stdout);
   if (!pid_dir.empty()) {
     std::ofstream(pid_dir + "/rank" + std::to_string(job.rank) + ".pid") << getpid() << "\n";

@@ -101,6 +101,24 @@ TEST(Weftrun, TimelinePathIsPerRank) {
   }
 }
 
+// torch.distributed's env:// variables (as torchrun sets them): init_process_group needs nothing
+// by hand under weftrun; one MASTER_PORT for the job, and a MASTER_PORT the user set is kept.
+TEST(Weftrun, TorchEnvironmentIsSet) {
+  Finished f = weftrun({"-np", "2", "--bind", "none", kProbe});
+  ASSERT_EQ(f.status, 0) << f.err;
+  std::set<std::string> ports;
+  for (const std::string& p : lines_of(f.out, "probe ")) {
+    const std::string t = field(p, "torch");
+    EXPECT_EQ(t.rfind(field(p, "rank") + ":2:127.0.0.1:", 0), 0u) << p;
+    ports.insert(t.substr(t.rfind(':') + 1));
+  }
+  EXPECT_EQ(ports.size(), 1u) << f.out;
+  EXPECT_FALSE(ports.begin()->empty()) << f.out;
+  Finished kept = weftrun({"-np", "2", "-x", "MASTER_PORT=29123", "--bind", "none", kProbe});
+  ASSERT_EQ(kept.status, 0) << kept.err;
+  for (const std::string& p : lines_of(kept.out, "probe ")) EXPECT_NE(field(p, "torch").find(":29123"), std::string::npos) << p;
+}
+
 TEST(Weftrun, ExtraEnvironmentReachesEveryRank) {
   Finished f = weftrun({"-np", "2", "-x", "CUDA_VISIBLE_DEVICES=7", "--bind", "none", kProbe});
   ASSERT_EQ(f.status, 0) << f.err;

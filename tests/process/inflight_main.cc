@@ -163,6 +163,26 @@ int any_source(weft::Comm& comm) {
   return 0;
 }
 
+// WEFT_ALGO=chain (a broadcast and reduce algorithm): the all-reduce keeps its automatic choice
+// (the latency path over shared memory), the broadcast runs the chain.
+int algo_scope(weft::Comm& comm) {
+  const int r = comm.rank();
+  float x = 1.0f;
+  comm.all_reduce(&x, &x, 1, weftFloat32, weftSum);
+  const char* ran = "";
+  weftCommLastAlgorithm(comm.get(), &ran);
+  const std::string ar = ran;
+  float b = static_cast<float>(r);
+  comm.broadcast(&b, &b, 1, weftFloat32, 0);
+  weftCommLastAlgorithm(comm.get(), &ran);
+  const std::string bc = ran;
+  std::printf("rank %d: allreduce ran %s, broadcast ran %s\n", r, ar.c_str(), bc.c_str());
+  if (x != static_cast<float>(comm.size()) || b != 0.0f) die(r, "algo-scope: wrong result");
+  if (ar == "chain" || bc != "chain") die(r, "algo-scope: WEFT_ALGO=chain applied to the wrong collective");
+  std::printf("rank %d: OK algo-scope %s\n", r, ar.c_str());
+  return 0;
+}
+
 int two_comms(weft::Comm& world) {
   const int r = world.rank(), n = world.size();
   weft::Comm a = world.split(0, r), b = world.split(0, r);
@@ -261,6 +281,7 @@ int main(int argc, char** argv) {
              : mode == "ring"     ? ring(comm, arg > 0 ? arg : 64)
              : mode == "two-comms" ? two_comms(comm)
              : mode == "any-source" ? any_source(comm)
+             : mode == "algo-scope" ? algo_scope(comm)
              : mode == "overlap"  ? overlap(comm, arg > 0 ? arg : 8)
              : mode == "fault"    ? fault(comm)
                                   : (std::printf("unknown mode %s\n", mode.c_str()), 2);

@@ -82,4 +82,11 @@ TEST_P(InFlight, ADeadPeerFailsEveryOperationInFlight) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, InFlight, ::testing::Values("auto", "ucx"));
 
+// A forced algorithm applies to the collectives that have it: WEFT_ALGO=chain (broadcast, reduce)
+// leaves the all-reduce on the shared-memory latency path ("direct"; it turned that path off).
+TEST(AlgorithmScope, ForcedAlgorithmAppliesOnlyToItsCollectives) {
+  auto rs = run_job(2, {WEFT_TEST_INFLIGHT, "algo-scope"}, {"WEFT_ALGO=chain"}, std::chrono::seconds(60));
+  expect_ok(rs, "algo-scope direct");
+}
+
 }  // namespace

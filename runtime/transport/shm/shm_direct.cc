@@ -22,6 +22,7 @@
 #include "runtime/base/log.h"
 #include "runtime/store/store.h"
 #include "runtime/transport/shm/shm_segment.h"
+#include "runtime/base/waiter.h"  // cpu_relax
 #include "runtime/transport/transport.h"
 
 namespace weft {
@@ -49,12 +50,6 @@ constexpr uint64_t kInlineBytes = 40;
 
 // a has reached b (wrapping 32-bit call numbers).
 bool reached(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) >= 0; }
-
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 // A poster stores its flag and then checks for sleepers; a sleeper counts itself and then checks
 // the flag. Without a full fence between each side's store and load, both can miss the other (a
