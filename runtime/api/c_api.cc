@@ -123,6 +123,10 @@ weftResult_t start(const char* fn, CollectiveKind kind, const void* send, void* 
     a.dtype = static_cast<weft::DataType>(dtype);
     a.op = reducing ? static_cast<weft::RedOp>(op) : weft::RedOp::kSum;
     a.root = root;
+    if (kind == CollectiveKind::kRecv && root < 0)  // kAnySource is weftRecvAnySource's, not a peer
+      throw Error(ErrorCode::kInvalidArgument,
+                  fmt::format("{}: peer {} is outside the communicator (0..{}); weftRecvAnySource receives from any "
+                              "source", fn, root, c->size() - 1));
     if (v) {
       a.splits = copy_splits(fn, *v, c->size());
       a.count = a.splits->sent();
