@@ -18,6 +18,7 @@ using nlohmann::json;
 struct RankView {
   bool present = false;
   std::map<uint64_t, json> ops;  // collectives by sequence number
+  std::vector<json> p2p;         // sends and receives (numbered per peer and direction)
   std::string broken, last_error;
 };
 
@@ -93,9 +94,57 @@ std::map<std::string, CommView> gather(const std::vector<json>& dumps, std::vect
       rv.last_error = c.value("last_error", "");
       for (const json& op : c.value("ops", json::array()))
         if (!is_p2p(op)) rv.ops[op.value("seq", uint64_t{0})] = op;
+        else rv.p2p.push_back(op);
     }
   }
   return comms;
+}
+
+// Receives that did not finish, each checked against the sender's dump: a receive whose send was
+// never posted is a point-to-point deadlock (or a missing send), named rank by rank.
+bool diagnose_p2p(const CommView& cv, DoctorReport& rep) {
+  std::vector<std::string> unmatched;
+  DoctorFinding f;
+  for (const auto& [r, rv] : cv.ranks) {
+    if (!rv.present) continue;
+    for (const json& op : rv.p2p) {
+      if (op.value("collective", "") != "recv" || op.value("state", "") == "done") continue;
+      const int peer = op.value("peer", -1);
+      const uint64_t seq = op.value("seq", uint64_t{0});
+      if (peer < 0) {
+        unmatched.push_back(fmt::format("rank {} waits in a receive from any source{} that no rank's send matched", r,
+                                        call_args(op)));
+        f.started.push_back(r);
+        continue;
+      }
+      auto pit = cv.ranks.find(peer);
+      if (pit == cv.ranks.end() || !pit->second.present) continue;  // no dump: the collective check names it
+      int64_t last_send = -1;
+      bool posted = false;
+      for (const json& s : pit->second.p2p) {
+        if (s.value("collective", "") != "send" || s.value("peer", -1) != r) continue;
+        const auto sseq = static_cast<int64_t>(s.value("seq", uint64_t{0}));
+        last_send = std::max(last_send, sseq);
+        posted |= static_cast<uint64_t>(sseq) == seq;
+      }
+      if (posted) continue;
+      f.started.push_back(r);
+      f.waiting_on[r] = peer;
+      unmatched.push_back(fmt::format("rank {} waits in recv #{} from rank {}{}, which rank {} never sent ({})", r, seq,
+                                      peer, call_args(op), peer,
+                                      last_send < 0 ? fmt::format("no send to rank {} in its dump", r)
+                                                    : fmt::format("its last send to rank {} is #{}", r, last_send)));
+    }
+  }
+  if (unmatched.empty()) return false;
+  f.comm = cv.name;
+  f.kind = "p2p_unmatched";
+  f.call = "point-to-point";
+  f.sentence = fmt::format("point-to-point deadlock on the {} communicator: {}. A receive completes only once its peer "
+                           "posts the matching send (the k-th send from a rank to another matches the k-th receive).",
+                           cv.name, join(unmatched, "; "));
+  rep.findings.push_back(std::move(f));
+  return true;
 }
 
 void diagnose_comm(const CommView& cv, DoctorReport& rep) {
@@ -119,6 +168,7 @@ void diagnose_comm(const CommView& cv, DoctorReport& rep) {
   }
   rep.summary.push_back(fmt::format("{} communicator ({} ranks), last operation completed: {}", cv.name, cv.size, join(last, "; ")));
 
+  if (diagnose_p2p(cv, rep)) return;
   // Only sequence numbers every rank still holds (or never reached) can be compared.
   uint64_t lo = 0;
   std::set<uint64_t> seqs;

@@ -15,7 +15,8 @@ namespace weft::launcher {
 struct DoctorFinding {
   std::string comm;  // communicator name
   // "mismatch": ranks called #seq with different arguments; "not_called": some ranks never called
-  // #seq; "stuck": every rank called it, some did not finish; "failed": every rank failed it.
+  // #seq; "stuck": every rank called it, some did not finish; "failed": every rank failed it;
+  // "p2p_unmatched": ranks wait in receives whose sends were never posted (a point-to-point deadlock).
   std::string kind;
   uint64_t seq = 0;
   std::string call;                  // "allreduce #4 (1024 float32, sum)"

@@ -183,6 +183,22 @@ int algo_scope(weft::Comm& comm) {
   return 0;
 }
 
+// A point-to-point deadlock on purpose: every rank receives from the next one, nobody sends. Each
+// receive fails at the (short) timeout, which writes the flight recorder's dump; the test runs
+// weft-doctor over them.
+int p2p_deadlock(weft::Comm& comm) {
+  const int r = comm.rank(), n = comm.size();
+  std::vector<float> in(10);
+  try {
+    comm.recv(in.data(), in.size(), weftFloat32, (r + 1) % n);
+  } catch (const weft::Error& e) {
+    std::printf("rank %d: OK p2p-deadlock: %s\n", r, e.what());
+    std::fflush(stdout);
+    _exit(0);
+  }
+  die(r, "p2p-deadlock: the receive completed");
+}
+
 int two_comms(weft::Comm& world) {
   const int r = world.rank(), n = world.size();
   weft::Comm a = world.split(0, r), b = world.split(0, r);
@@ -282,6 +298,7 @@ int main(int argc, char** argv) {
              : mode == "two-comms" ? two_comms(comm)
              : mode == "any-source" ? any_source(comm)
              : mode == "algo-scope" ? algo_scope(comm)
+             : mode == "p2p-deadlock" ? p2p_deadlock(comm)
              : mode == "overlap"  ? overlap(comm, arg > 0 ? arg : 8)
              : mode == "fault"    ? fault(comm)
                                   : (std::printf("unknown mode %s\n", mode.c_str()), 2);

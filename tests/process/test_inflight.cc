@@ -8,6 +8,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "launcher/run_process.h"
 #include "support/spawn.h"
 
 using weft::test::dump;
@@ -81,6 +82,24 @@ TEST_P(InFlight, ADeadPeerFailsEveryOperationInFlight) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, InFlight, ::testing::Values("auto", "ucx"));
+
+// weft-doctor names a point-to-point deadlock (each rank waiting in a receive whose send was never
+// posted): it said "no problem found".
+TEST(Doctor, NamesAPointToPointDeadlock) {
+  const auto dir = std::filesystem::temp_directory_path() / ("weft-p2p-dead-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto rs = run_job(3, {WEFT_TEST_INFLIGHT, "p2p-deadlock"}, {"WEFT_TIMEOUT_MS=1500", "WEFT_DUMP_DIR=" + dir.string()},
+                    std::chrono::seconds(60));
+  expect_ok(rs, "p2p-deadlock");
+  auto doc = weft::test::run_process({WEFT_DOCTOR_PATH, dir.string()}, 30);
+  const std::string out = doc.out + doc.err;
+  EXPECT_EQ(doc.status, 1) << out;  // a problem found
+  EXPECT_NE(out.find("point-to-point deadlock"), std::string::npos) << out;
+  for (int r = 0; r < 3; ++r)
+    EXPECT_NE(out.find("rank " + std::to_string(r) + " waits in recv #0 from rank " + std::to_string((r + 1) % 3)),
+              std::string::npos) << out;
+  std::filesystem::remove_all(dir);
+}
 
 // A forced algorithm applies to the collectives that have it: WEFT_ALGO=chain (broadcast, reduce)
 // leaves the all-reduce on the shared-memory latency path ("direct"; it turned that path off).

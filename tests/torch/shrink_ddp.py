@@ -3,7 +3,7 @@ weftrun --keep-going in which rank R dies (SIGKILL) at step K and the survivors 
 with 3 ranks, then a fresh 3-rank job continued from the state the survivors resumed from. The
 survivors' final parameters must equal each other and the fresh job's, bit for bit; weftrun must
 name the death and exit 75 (the job finished on the survivors). Exit 0 when all holds, 1 if not,
-77 (ctest's skip) when /usr/bin/python3 cannot import torch or weft_torch.
+77 (ctest's skip) when /usr/bin/python3 cannot import torch (1 when the built weft_torch does not import).
 
   shrink_ddp.py --weftrun PATH --victim R [--die-at K] [--steps N]
 """
@@ -43,8 +43,9 @@ def main():
     ap.add_argument("--steps", type=int, default=12)
     ap.add_argument("--timeout", type=float, default=100)
     a = ap.parse_args()
-    if not can_import():
-        return 77
+    rc = can_import()  # 0, or 77 (no torch: skip) / 1 (the built backend does not import)
+    if rc:
+        return rc
     import torch
 
     ok = True
