@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 
 #include "launcher/run_process.h"
 #include "support/spawn.h"
@@ -99,6 +100,31 @@ TEST(Doctor, NamesAPointToPointDeadlock) {
     EXPECT_NE(out.find("rank " + std::to_string(r) + " waits in recv #0 from rank " + std::to_string((r + 1) % 3)),
               std::string::npos) << out;
   std::filesystem::remove_all(dir);
+}
+
+// After a failed job weftrun runs weft-doctor over the dumps the job wrote and prints its finding.
+TEST(Doctor, WeftrunRunsItAfterAFailedJob) {
+  auto f = weft::test::run_process({WEFTRUN_PATH, "-np", "3", "-x", "WEFT_TEST_FAIL_EXIT=1", "-x", "WEFT_TIMEOUT_MS=1500",
+                                    WEFT_TEST_INFLIGHT, "p2p-deadlock"}, 60);
+  EXPECT_NE(f.status, 0) << f.out << f.err;
+  EXPECT_NE(f.err.find("weftrun: weft-doctor "), std::string::npos) << f.err;
+  EXPECT_NE(f.err.find("point-to-point deadlock on the world communicator"), std::string::npos) << f.err;
+}
+
+// WEFT_LOG_LEVEL=info: the algorithm log's line for each size class (which algorithm, why) and,
+// after 10 more calls, the measured time against the cost model's prediction.
+TEST(AlgorithmLog, NamesTheAlgorithmThenItsMeasuredTime) {
+  auto rs = run_job(2, {WEFT_TEST_INFLIGHT, "algo-log"}, {"WEFT_LOG_LEVEL=info"}, std::chrono::seconds(60));
+  expect_ok(rs, "algo-log");
+  const std::string& out = rs[0].output;
+  EXPECT_NE(out.find("algorithm 'direct' for allreduce"), std::string::npos) << out;
+  EXPECT_NE(out.find("the shared-memory latency path"), std::string::npos) << out;
+  EXPECT_NE(out.find("algorithm 'direct' measured"), std::string::npos) << out;
+  EXPECT_NE(out.find("(mean of 10 calls after the first"), std::string::npos) << out;
+  // The 4 MiB class runs a schedule of the table, with the cost model's prediction beside it.
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(out, m, std::regex("4194304-8388607 B: algorithm '(ring|tree|rhd)' measured [0-9.]+ us .* against "
+                                                   "[0-9.]+ us predicted"))) << out;
 }
 
 // A forced algorithm applies to the collectives that have it: WEFT_ALGO=chain (broadcast, reduce)
