@@ -9,7 +9,10 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
 libdir=$(ls -d "$work"/prefix/lib*/pkgconfig | head -1)
-export PKG_CONFIG_PATH="$libdir" LD_LIBRARY_PATH="$(dirname "$libdir")"
+# No LD_LIBRARY_PATH: the pkg-config line carries the prefix's rpath, and CMake's imported target
+# its own, so both programs find libweft under a non-system prefix by themselves.
+export PKG_CONFIG_PATH="$libdir"
+unset LD_LIBRARY_PATH
 cc "$here/consumer.c" -o "$work/consumer_pc" $(pkg-config --cflags --libs weft)
 cmake -S "$here" -B "$work/cm" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/cm" >/dev/null
