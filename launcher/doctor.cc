@@ -202,7 +202,11 @@ void diagnose_comm(const CommView& cv, DoctorReport& rep) {
     f.call = describe(first);
     for (int r : have) {
       const json& op = cv.ranks.at(r).ops.at(s);
-      if (op.contains("waiting_on")) f.waiting_on[r] = op["waiting_on"].value("rank", -1);
+      if (op.contains("waiting_on")) {
+        f.waiting_on[r] = op["waiting_on"].value("rank", -1);
+        if (op["waiting_on"].contains("steps"))
+          f.waiting_step[r] = {op["waiting_on"].value("steps_done", uint64_t{0}), op["waiting_on"].value("steps", uint64_t{0})};
+      }
     }
     std::set<int> waited;
     for (auto& [r, p] : f.waiting_on) waited.insert(p);
@@ -255,8 +259,13 @@ void diagnose_comm(const CommView& cv, DoctorReport& rep) {
       const bool all_failed = failed.size() == have.size();
       f.kind = all_failed ? "failed" : "stuck";
       std::vector<std::string> waits;
-      for (auto& [r, p] : f.waiting_on)
-        waits.push_back(fmt::format("rank {} {} for rank {}", r, failed.empty() ? "waits" : "waited", p));
+      for (auto& [r, p] : f.waiting_on) {
+        auto st = f.waiting_step.find(r);
+        waits.push_back(fmt::format("rank {} {} for rank {}{}", r, failed.empty() ? "waits" : "waited", p,
+                                    st == f.waiting_step.end() ? std::string()
+                                                               : fmt::format(" at step {} of {} of its schedule",
+                                                                             st->second.first + 1, st->second.second)));
+      }
       std::string why;  // the communicator's first cause (its broken reason), else the last error
       for (int r : failed) {
         const RankView& rv = cv.ranks.at(r);

@@ -25,6 +25,7 @@ struct DoctorFinding {
   std::vector<int> odd;              // mismatch: the ranks whose arguments differ from the most common
   std::vector<std::string> fields;   // mismatch: what differs ("count", "dtype", ...)
   std::map<int, int> waiting_on;     // rank -> the rank it waited for
+  std::map<int, std::pair<uint64_t, uint64_t>> waiting_step;  // rank -> (schedule steps done, of)
   std::string sentence;
 };
 

@@ -40,6 +40,42 @@ TEST(Doctor, EveryRankCalledItAndSomeDidNotFinish) {
             std::string::npos) << f.sentence;
 }
 
+// The step of its schedule each waiting rank is in, where the dump has it (issue 44's tree hang
+// showed "94 of 136 steps done, waiting for rank 2").
+TEST(Doctor, NamesTheStepEachRankWaitsIn) {
+  auto d0 = rank_dump(0, 2, {{0, "started", 1}});
+  d0["communicators"][0]["ops"][0]["waiting_on"]["steps_done"] = 94;
+  d0["communicators"][0]["ops"][0]["waiting_on"]["steps"] = 136;
+  auto rep = diagnose({d0, rank_dump(1, 2, {{0, "started", 0}})});
+  ASSERT_EQ(rep.findings.size(), 1u);
+  EXPECT_NE(rep.findings[0].sentence.find("rank 0 waits for rank 1 at step 95 of 136 of its schedule; rank 1 waits for rank 0"),
+            std::string::npos) << rep.findings[0].sentence;
+}
+
+// Point-to-point: a receive whose send was never posted is named, with both ranks.
+TEST(Doctor, NamesAReceiveWhoseSendWasNeverPosted) {
+  auto dump = [](int rank, nlohmann::json ops) {
+    return nlohmann::json{{"weft_flight_recorder", 1}, {"world_rank", rank},
+                          {"communicators", {{{"name", "world"}, {"rank", rank}, {"size", 2}, {"ops", ops}}}}};
+  };
+  auto recv = [](int seq, int peer, const char* state) {
+    return nlohmann::json{{"seq", seq}, {"collective", "recv"}, {"count", 4}, {"dtype", "float32"}, {"peer", peer}, {"state", state}};
+  };
+  auto send = [](int seq, int peer) {
+    return nlohmann::json{{"seq", seq}, {"collective", "send"}, {"count", 4}, {"dtype", "float32"}, {"peer", peer}, {"state", "done"}};
+  };
+  // Rank 0 waits for its second message from rank 1, which sent one; rank 1's receive was matched.
+  auto rep = diagnose({dump(0, {recv(0, 1, "done"), recv(1, 1, "started"), send(0, 1)}), dump(1, {send(0, 0), recv(0, 0, "done")})});
+  ASSERT_EQ(rep.findings.size(), 1u) << doctor_text(rep);
+  EXPECT_EQ(rep.findings[0].kind, "p2p_unmatched");
+  EXPECT_NE(rep.findings[0].sentence.find("rank 0 waits in recv #1 from rank 1 (4 float32), which rank 1 never sent (its last "
+                                          "send to rank 0 is #0)"),
+            std::string::npos) << rep.findings[0].sentence;
+  // Every receive matched by a send: no p2p finding.
+  auto ok = diagnose({dump(0, {recv(0, 1, "started"), send(0, 1)}), dump(1, {send(0, 0), recv(0, 0, "done")})});
+  for (const auto& f : ok.findings) EXPECT_NE(f.kind, "p2p_unmatched") << f.sentence;
+}
+
 TEST(Doctor, NoProblemWhenEveryRankFinishedTheSameCalls) {
   auto rep = diagnose({rank_dump(0, 2, {{0, "done", -1}, {1, "done", -1}}), rank_dump(1, 2, {{0, "done", -1}, {1, "done", -1}})});
   EXPECT_FALSE(rep.problem()) << doctor_text(rep);
