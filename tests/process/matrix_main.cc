@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -61,12 +62,35 @@ struct Runner {
   weftComm_t comm;
   int rank, n;
   int calls = 0, failures = 0;
+  // WEFT_TEST_SHARED=1: every call's buffers are copied into two weftMemAlloc regions (node-shared
+  // windows: the latency path and the window path read and write them directly), the call runs on
+  // those, and the results are copied back for the check. Cases larger than a region run as usual.
+  uint8_t* swin = nullptr;
+  uint8_t* rwin = nullptr;
+  static constexpr size_t kWindow = size_t{24} << 20;
 
   // Runs one case on every rank (all ranks build the same list) and checks this rank's buffers.
   bool run(const CollCase& c) {
     weft::test::RankBuffers b = weft::test::make_buffers(c, rank);
     ++calls;
-    const weftResult_t res = call(comm, c, b.send, b.recv);
+    const bool shared = swin && b.s.size() <= kWindow && b.r.size() <= kWindow;
+    const void* send = b.send;
+    void* recv = b.recv;
+    if (shared) {
+      if (!b.s.empty()) std::memcpy(swin, b.s.data(), b.s.size());
+      if (!b.r.empty()) std::memcpy(rwin, b.r.data(), b.r.size());
+      auto in_r = [&](const void* p) {
+        return p >= static_cast<const void*>(b.r.data()) && p < static_cast<const void*>(b.r.data() + b.r.size());
+      };
+      send = in_r(b.send) ? static_cast<const void*>(rwin + (static_cast<const uint8_t*>(b.send) - b.r.data()))
+                          : static_cast<const void*>(swin + (static_cast<const uint8_t*>(b.send) - b.s.data()));
+      recv = rwin + (static_cast<uint8_t*>(b.recv) - b.r.data());
+    }
+    const weftResult_t res = call(comm, c, send, recv);
+    if (shared) {
+      if (!b.s.empty()) std::memcpy(b.s.data(), swin, b.s.size());
+      if (!b.r.empty()) std::memcpy(b.r.data(), rwin, b.r.size());
+    }
     if (res != weftSuccess) {
       std::printf("rank %d: WRONG %s: error %d %s\n", rank, c.label().c_str(), static_cast<int>(res),
                   weftCommGetLastError(comm));
@@ -236,6 +260,17 @@ int main(int argc, char** argv) {
   Runner R{comm, 0, 0};
   weftCommRank(comm, &R.rank);
   weftCommCount(comm, &R.n);
+  const char* shared = std::getenv("WEFT_TEST_SHARED");
+  if (shared && *shared == '1') {
+    void* a = nullptr;
+    void* b = nullptr;
+    if (weftMemAlloc(comm, Runner::kWindow, &a) != weftSuccess || weftMemAlloc(comm, Runner::kWindow, &b) != weftSuccess) {
+      std::printf("rank %d: FATAL weftMemAlloc: %s\n", R.rank, weftCommGetLastError(comm));
+      return 2;
+    }
+    R.swin = static_cast<uint8_t*>(a);
+    R.rwin = static_cast<uint8_t*>(b);
+  }
   if (mode == "one" && argc < 9) {
     std::printf("usage: weft-test-matrix one <kind> <type> <op> <count> <root> <in_place> <reps>\n");
     return 2;
@@ -247,6 +282,10 @@ int main(int argc, char** argv) {
               R.failures);
   std::fflush(stdout);
   if (!completed) _exit(1);  // a broken communicator: leave without teardown
+  if (R.swin) {
+    weftMemFree(comm, R.swin);
+    weftMemFree(comm, R.rwin);
+  }
   weftCommDestroy(comm);
   return R.failures == 0 ? 0 : 1;
 }

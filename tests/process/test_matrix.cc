@@ -55,6 +55,15 @@ TEST(MatrixPieces, EveryCollectiveTypeAndOpWithPiecewiseDirectAllReduce) {
   expect_job(3, "shm", "full", {"WEFT_DIRECT_BYTES=32768", "WEFT_DIRECT_PIECE_BYTES=65536"});
 }
 
+// The same matrix on weftMemAlloc buffers (node-shared windows, WEFT_TEST_SHARED=1): the latency
+// path and the shared-window all-reduce read and write them directly, in real processes (issue 44).
+class MatrixShared : public ::testing::TestWithParam<int> {};
+TEST_P(MatrixShared, EveryCollectiveTypeAndOpOnNodeSharedBuffers) {
+  expect_job(GetParam(), "shm", "full", {"WEFT_TEST_SHARED=1"});
+}
+INSTANTIATE_TEST_SUITE_P(Ranks, MatrixShared, ::testing::Values(2, 3, 5),
+                         [](const auto& info) { return std::to_string(info.param) + "ranks"; });
+
 // Slices of 4 MiB: one step's message passes the 1 MiB staging chunk, so the shared-memory
 // transport reduces from a cross-process read through its bounce buffer.
 class MatrixLarge : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
