@@ -47,7 +47,7 @@ struct Steps {
 
 constexpr uint64_t kNone = ~0ull;
 
-struct Flow {
+struct SimFlow {
   uint64_t send = 0, recv = kNone;  // recv: kNone until the receive is posted
   bool arrived = false;
   double remaining = 0, rate = 0, last = 0;  // bytes, bytes per us, us
@@ -152,7 +152,7 @@ class Simulation {
     uint64_t f;
     if (!free_.empty()) f = free_.back(), free_.pop_back();
     else f = flows_.size(), flows_.emplace_back(), mark_.push_back(0);
-    Flow& fl = flows_[f];
+    SimFlow& fl = flows_[f];
     fl.send = send, fl.recv = kNone, fl.remaining = static_cast<double>(s_.bytes[send]), fl.active = fl.arrived = false;
     ++messages_;
     return f;
@@ -169,12 +169,12 @@ class Simulation {
   // A message whose latency has passed joins its connection's queue; it moves when it reaches the
   // front (messages from one rank to another go one after the other, as over one connection).
   void ready_flow(uint64_t f) {
-    Flow& fl = flows_[f];
+    SimFlow& fl = flows_[f];
     if (fl.remaining <= 0) return end_flow(f);
     auto& q = connections_[connection(f)];
     q.push_back(f);
     if (q.size() == 1) return start_flow(f);
-    Flow& front = flows_[q.front()];
+    SimFlow& front = flows_[q.front()];
     if (!backlog_shares(f)) return;
     front.weight = static_cast<double>(q.size());
     reshare(front.route, ~0ull);
@@ -194,7 +194,7 @@ class Simulation {
   }
 
   void start_flow(uint64_t f) {
-    Flow& fl = flows_[f];
+    SimFlow& fl = flows_[f];
     fl.route.clear();
     g_.route(s_.owner[fl.send], s_.peer[fl.send], fl.route);
     fl.active = true;
@@ -209,7 +209,7 @@ class Simulation {
   }
 
   void finish_flow(uint64_t f) {
-    Flow& fl = flows_[f];
+    SimFlow& fl = flows_[f];
     fl.active = false;
     for (int e : fl.route) {
       auto& v = on_edge_[e];
@@ -224,7 +224,7 @@ class Simulation {
   }
 
   void end_flow(uint64_t f) {
-    Flow& fl = flows_[f];
+    SimFlow& fl = flows_[f];
     fl.route.clear();
     fl.arrived = true;
     const uint64_t send = fl.send, recv = fl.recv;
@@ -263,7 +263,7 @@ class Simulation {
       residual_[e] = cap, unfixed_w_[e] = 0;
       for (uint64_t f : on_edge_[e]) {
         if (mark_[f] == stamp_ || f == skip) continue;
-        Flow& fl = flows_[f];
+        SimFlow& fl = flows_[f];
         const double fair = cap * fl.weight / weights;
         if (fl.rate > fair) {
           fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now_ - fl.last));
@@ -274,7 +274,7 @@ class Simulation {
       }
     }
     for (uint64_t f : comp_flows_) {
-      Flow& fl = flows_[f];
+      SimFlow& fl = flows_[f];
       fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now_ - fl.last));
       fl.last = now_;
       fl.rate = -1;
@@ -292,7 +292,7 @@ class Simulation {
         }
       if (best < 0) break;
       for (uint64_t f : on_edge_[best]) {
-        Flow& fl = flows_[f];
+        SimFlow& fl = flows_[f];
         if (f == skip || fl.rate >= 0) continue;
         fl.rate = share * fl.weight;
         --left;
@@ -300,7 +300,7 @@ class Simulation {
       }
     }
     for (uint64_t f : comp_flows_) {
-      Flow& fl = flows_[f];
+      SimFlow& fl = flows_[f];
       ++fl.version;
       post(now_ + (fl.rate > 0 ? fl.remaining / fl.rate : 0), kFlowDone, f, fl.version);
     }
@@ -328,7 +328,7 @@ class Simulation {
   std::vector<uint64_t> comp_flows_;
   std::vector<int> comp_edges_;
   std::vector<double> busy_;
-  std::vector<Flow> flows_;
+  std::vector<SimFlow> flows_;
   std::vector<uint64_t> free_;
   // Steps whose dependencies are done, begun first ready first (at the start in schedule order),
   // as the executor posts them: messages to one peer queue in that order. (Last ready first made
