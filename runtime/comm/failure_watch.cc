@@ -87,7 +87,18 @@ void FailureWatch::mark_broken(const std::string& why, bool tell_others) {
 }
 
 void FailureWatch::check_remote_abort() {
-  if (store_->check("abort")) throw Error(ErrorCode::kRemoteError, to_string(store_->get("abort", std::chrono::milliseconds(1000))));
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  int64_t due = next_abort_check_ns_.load(std::memory_order_relaxed);
+  const int64_t next = now + std::chrono::nanoseconds(std::chrono::milliseconds(100)).count();
+  // One caller asks the store; the others until the next ask take the last answer.
+  if (now >= due && next_abort_check_ns_.compare_exchange_strong(due, next, std::memory_order_relaxed) &&
+      store_->check("abort")) {
+    std::string why = to_string(store_->get("abort", std::chrono::milliseconds(1000)));
+    std::lock_guard<std::mutex> lock(mu_);
+    remote_abort_ = why;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!remote_abort_.empty()) throw Error(ErrorCode::kRemoteError, remote_abort_);
 }
 
 // Each rank publishes its call signature after 1 s of waiting and compares it with the next

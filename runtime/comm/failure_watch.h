@@ -46,7 +46,9 @@ class FailureWatch {
 
   // Breaks the communicator (first cause wins); tell_others publishes the cause.
   void mark_broken(const std::string& why, bool tell_others);
-  // Throws kRemoteError when another rank published a failure.
+  // Throws kRemoteError when another rank published a failure. Asks the store at most every
+  // 100 ms for the whole communicator (every operation in flight calls it, and across nodes each
+  // ask is a network round trip: 64 in flight asked 64 in turn); once seen, every later call throws.
   void check_remote_abort();
   // The executor's watchdog for call `seq` with `signature`, started at t0: remote failures, and
   // after 1 s a comparison of call signatures with the next rank (a mismatch no receive can see,
@@ -80,6 +82,8 @@ class FailureWatch {
   std::shared_ptr<Store> store_;
   int rank_, size_;
   std::atomic<bool> abort_{false};
+  std::atomic<int64_t> next_abort_check_ns_{0};  // steady clock
+  std::string remote_abort_;                    // the published cause, once seen (under mu_)
   mutable std::mutex mu_;
   std::string broken_;  // non-empty: why the communicator is broken
   std::atomic<bool> broken_flag_{false};
