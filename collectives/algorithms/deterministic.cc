@@ -155,9 +155,9 @@ const Algorithm* deterministic_algorithm(const Algorithm* chosen, CollectiveKind
 }
 
 std::string deterministic_explanation(CollectiveKind kind, const std::string& wanted) {
-  return fmt::format("deterministic mode: every element of a {} combined in rank order{}; the table's schedules (ring, "
-                     "tree, rhd, hier, forest, chain, binomial) combine in orders that depend on the size or the "
-                     "algorithm and are not eligible",
+  return fmt::format("deterministic mode: every element of this {} combined in rank order{}; the table's schedules "
+                     "(ring, tree, rhd, hier, forest, chain, binomial) combine in orders that depend on the size or "
+                     "the algorithm and are not eligible (docs/DETERMINISM.md)",
                      collective_name(kind), wanted.empty() ? "" : fmt::format(" ('{}' was asked for)", wanted));
 }
 
