@@ -168,7 +168,8 @@ WEFT_API weftResult_t weftAllReduceAsync(const void* sendbuff, void* recvbuff, s
 /// lo+ceil((hi-lo)/2)); weftAvg divides by V once at the end. Each rank's shards must form one
 /// subtree of that tree, so that 1, 2, 4, ... ranks give the same bits: weftInvalidArgument
 /// naming the rank counts that can hold V shards otherwise (for V a power of two: every power of
-/// two up to V). recvbuff may be sendbuff. Blocking; host buffers; costs an all-to-all and an
+/// two up to V). recvbuff may be sendbuff. Blocking, also between weftGroupStart and weftGroupEnd
+/// (call it outside a group); host buffers; costs an all-to-all and an
 /// all-gather of count elements besides the local combination.
 WEFT_API weftResult_t weftAllReduceShards(const void* sendbuff, void* recvbuff, size_t count, int shards,
                                           weftDataType_t datatype, weftRedOp_t op, weftComm_t comm);
