@@ -16,6 +16,7 @@ batches with SGD, one BLAS thread per rank. In one invocation the same processes
   ddp-nocomm DDP over gloo with a comm hook that sends nothing (returns the bucket as it is): what
             DDP itself costs (autograd hooks, buckets, futures) without communication; its
             parameters are not checked (every rank keeps its own gradients)
+  weft-ddp-det weft-ddp with deterministic=True (docs/DETERMINISM.md), on a weft group of its own
   weft-fp16 (with --compress) DDP over Weft with the fp16 compression comm hook (changes numerics)
 
 It prints, per model and mode, the step time (median over the repeats of each repeat's median over
@@ -49,7 +50,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ALL_MODES = ("compute", "ddp-nocomm", "gloo", "weft", "weft-ddp", "weft-avg", "weft-fp16")
+ALL_MODES = ("compute", "ddp-nocomm", "gloo", "weft", "weft-ddp", "weft-ddp-det", "weft-avg", "weft-fp16")
 
 
 # ---- models ------------------------------------------------------------------------------------
@@ -164,10 +165,11 @@ class Trainer:
         self.data = batches(name, rank, args.batch or batch)
         if mode == "compute":
             self.net = model
-        elif mode == "weft-ddp":
+        elif mode in ("weft-ddp", "weft-ddp-det"):
             import weft_torch
-            self.net = weft_torch.DistributedDataParallel(model, process_group=groups["weft"],
-                                                          bucket_cap_mb=args.bucket_cap_mb)
+            det = mode == "weft-ddp-det"
+            self.net = weft_torch.DistributedDataParallel(model, process_group=groups["weft-det" if det else "weft"],
+                                                          bucket_cap_mb=args.bucket_cap_mb, deterministic=det)
             if trace is not None:  # each bucket's all-reduce from submission to completion
                 def launch(b, net=self.net, tr=trace):
                     t = tr.now() if tr.t0 is not None else 0.0
@@ -229,6 +231,8 @@ def worker(rank, args, port, queue):
     if any(m.startswith("weft") for m in args.modes):
         import weft_torch  # noqa: F401  registers the "weft" backend
         groups["weft"] = dist.new_group(backend="weft")
+        if "weft-ddp-det" in args.modes:  # deterministic mode is per group: its own
+            groups["weft-det"] = dist.new_group(backend="weft")
     results = []  # (model, repeat, mode, [slowest rank's step time], [ranks' mean CPU time per step])
     checks = []
     for name in args.models:

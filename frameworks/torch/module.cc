@@ -9,6 +9,8 @@
 #include <mutex>
 
 #include "frameworks/torch/process_group.h"
+#include "frameworks/torch/tensors.h"
+#include "runtime/comm/shards.h"
 #include "runtime/trace/metrics.h"
 #include "runtime/trace/trace_registry.h"
 #include "weft/config.h"
@@ -70,6 +72,46 @@ at::Tensor empty_shared(const c10::intrusive_ptr<c10d::ProcessGroup>& group, int
       at::TensorOptions().dtype(dtype).device(at::kCPU));
 }
 
+weft::torch_backend::ProcessGroupWeft& weft_group(const c10::intrusive_ptr<c10d::ProcessGroup>& group, const char* fn) {
+  auto* pg = dynamic_cast<weft::torch_backend::ProcessGroupWeft*>(group.get());
+  TORCH_CHECK(pg, "weft: ", fn, " takes a group of the weft backend (got ", group ? group->getBackendName() : "None", ")");
+  return *pg;
+}
+
+// weft_torch.set_deterministic(group, on): weftCommSetDeterministic on the group's communicator.
+void set_deterministic(const c10::intrusive_ptr<c10d::ProcessGroup>& group, bool on) {
+  try {
+    weft_group(group, "set_deterministic").communicator()->set_deterministic(on);
+  } catch (const weft::Error& e) {
+    TORCH_CHECK(false, "weft: ", e.what());
+  }
+}
+
+bool deterministic(const c10::intrusive_ptr<c10d::ProcessGroup>& group) {
+  return weft_group(group, "deterministic").communicator()->deterministic();
+}
+
+// weft_torch.all_reduce_shards (through _all_reduce_shards): weftAllReduceShards over `shards`
+// virtual shards; `local` holds this rank's, stacked on its first dimension. Returns the result
+// (local.shape[1:]).
+at::Tensor all_reduce_shards(const c10::intrusive_ptr<c10d::ProcessGroup>& group, const at::Tensor& local, int64_t shards,
+                             bool average) {
+  auto comm = weft_group(group, "all_reduce_shards").communicator();
+  weft::torch_backend::check_tensor(local, "all_reduce_shards");
+  TORCH_CHECK(local.dim() >= 1 && shards >= 1 && local.size(0) * comm->size() == shards, "weft: all_reduce_shards: ",
+              "the tensor's first dimension must be this rank's share of the ", shards, " shards (", shards, " / ",
+              comm->size(), " ranks), got shape ", local.sizes());
+  const at::Tensor in = local.contiguous();
+  at::Tensor out = at::empty(in.sizes().slice(1), in.options());
+  try {
+    weft::all_reduce_shards(*comm, in.data_ptr(), out.data_ptr(), static_cast<uint64_t>(out.numel()), static_cast<int>(shards),
+                            weft::torch_backend::weft_dtype(in, "all_reduce_shards"), average ? weft::RedOp::kAvg : weft::RedOp::kSum);
+  } catch (const weft::Error& e) {
+    TORCH_CHECK(false, "weft: ", e.what());
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_weft_torch, m) {
@@ -92,6 +134,15 @@ PYBIND11_MODULE(_weft_torch, m) {
         py::call_guard<py::gil_scoped_release>(),
         "weftMemAlloc on a weft group (collective: every rank, same numel and dtype, that of `like`): a 1-D tensor of zeros "
         "in memory every rank of the node maps; all-reduces whose tensors are such on every rank run without copies.");
+  m.def("set_deterministic", &set_deterministic, py::arg("group"), py::arg("on") = true,
+        py::call_guard<py::gil_scoped_release>(),
+        "weftCommSetDeterministic on a weft group: its all-reduces combine every element in rank order, the same bits on "
+        "every run (docs/DETERMINISM.md). Waits for the group's operations in flight.");
+  m.def("deterministic", &deterministic, py::arg("group"), "Whether a weft group is in deterministic mode.");
+  m.def("_all_reduce_shards", &all_reduce_shards, py::arg("group"), py::arg("local"), py::arg("shards"), py::arg("average"),
+        py::call_guard<py::gil_scoped_release>(), "weftAllReduceShards (see weft_torch.all_reduce_shards).");
+  m.def("_shard_layout_problem", &weft::shard_layout_problem, py::arg("shards"), py::arg("ranks"),
+        "Why `ranks` ranks cannot hold `shards` virtual shards as aligned subtrees ('' when they can).");
   m.attr("__version__") = WEFT_VERSION_STRING;
   m.attr("gpu_path_built") = false;
 }

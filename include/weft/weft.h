@@ -83,6 +83,18 @@ WEFT_API weftResult_t weftCommSplitLevel(weftComm_t comm, weftLevel_t level, wef
 /// set the same algorithm before the same call (as for the call's arguments). Communicators split
 /// from comm afterwards start with it.
 WEFT_API weftResult_t weftCommSetAlgorithm(weftComm_t comm, const char* algorithm);
+/// Deterministic mode (docs/DETERMINISM.md) for the collectives submitted on comm after this call
+/// (1: on, 0: off; WEFT_DETERMINISTIC=1 sets it for every communicator): every element of an
+/// all-reduce, reduce-scatter or reduce is combined in rank order, ((x0 op x1) op x2) ..., so that a
+/// run repeated with the same rank count gives the same bits whatever the timing, the message size,
+/// WEFT_SLICE_BYTES, the channels or a forced algorithm (algorithms whose order differs are
+/// replaced by the "det" schedule; the algorithm log says so). Host buffers only: device buffers go
+/// to NCCL, whose order is NCCL's. Waits for the operations in flight on comm first. Not
+/// collective, but every rank must set the same before the same call. Communicators split from
+/// comm afterwards inherit it. weftInvalidArgument unless deterministic is 0 or 1.
+WEFT_API weftResult_t weftCommSetDeterministic(weftComm_t comm, int deterministic);
+/// *deterministic: 1 when comm is in deterministic mode, else 0.
+WEFT_API weftResult_t weftCommGetDeterministic(weftComm_t comm, int* deterministic);
 /// This rank's index in comm.
 WEFT_API weftResult_t weftCommRank(weftComm_t comm, int* rank);
 /// The number of ranks in comm.
@@ -148,6 +160,19 @@ WEFT_API weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t
 WEFT_API weftResult_t weftAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,
                                          weftDataType_t datatype, weftRedOp_t op, weftComm_t comm,
                                          weftRequest_t* request);
+/// Reproducible across rank counts (docs/DETERMINISM.md, "Virtual shards"): an all-reduce over
+/// `shards` virtual shards (V; data shards or micro-batches, the same V whatever the rank count).
+/// sendbuff holds this rank's V/size shards one after the other, count elements each: rank r holds
+/// shards r*V/size .. (r+1)*V/size-1. recvbuff (count elements, on every rank) receives the shards
+/// combined by one fixed binary tree over V (each node left op right, [lo,hi) split at
+/// lo+ceil((hi-lo)/2)); weftAvg divides by V once at the end. Each rank's shards must form one
+/// subtree of that tree, so that 1, 2, 4, ... ranks give the same bits: weftInvalidArgument
+/// naming the rank counts that can hold V shards otherwise (for V a power of two: every power of
+/// two up to V). recvbuff may be sendbuff. Blocking, also between weftGroupStart and weftGroupEnd
+/// (call it outside a group); host buffers; costs an all-to-all and an
+/// all-gather of count elements besides the local combination.
+WEFT_API weftResult_t weftAllReduceShards(const void* sendbuff, void* recvbuff, size_t count, int shards,
+                                          weftDataType_t datatype, weftRedOp_t op, weftComm_t comm);
 /// sendbuff holds size*recvcount elements; recvbuff receives this rank's reduced block of
 /// recvcount. In place (NCCL's convention) when recvbuff == sendbuff + rank*recvcount.
 WEFT_API weftResult_t weftReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount,

@@ -152,6 +152,18 @@ class Comm {
   void dump() { detail::check(weftCommDump(c_), c_); }
   // weftCommSetAlgorithm: "" restores the automatic choice.
   void set_algorithm(const std::string& algorithm) { detail::check(weftCommSetAlgorithm(c_, algorithm.c_str()), c_); }
+  /// weftCommSetDeterministic: reductions combine every element in rank order (docs/DETERMINISM.md).
+  void set_deterministic(bool on) { detail::check(weftCommSetDeterministic(c_, on ? 1 : 0), c_); }
+  bool deterministic() const {
+    int d = 0;
+    detail::check(weftCommGetDeterministic(c_, &d), c_);
+    return d != 0;
+  }
+  /// weftAllReduceShards: `send` holds this rank's shards/size() shards of `n` elements each;
+  /// the same bits for every rank count that can hold them.
+  void all_reduce_shards(const void* send, void* recv, size_t n, int shards, weftDataType_t t, weftRedOp_t op) {
+    detail::check(weftAllReduceShards(send, recv, n, shards, t, op, c_), c_);
+  }
 
   void all_reduce(const void* s, void* r, size_t n, weftDataType_t t, weftRedOp_t op) {
     detail::check(weftAllReduce(s, r, n, t, op, c_), c_);

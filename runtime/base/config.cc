@@ -38,6 +38,7 @@ CommConfig CommConfig::from_env(const EnvLookup& env) {
   c.slice_bytes = static_cast<uint64_t>(env_int(env, "WEFT_SLICE_BYTES", static_cast<int64_t>(c.slice_bytes), 4096, int64_t{1} << 30));
   c.channels = static_cast<int>(env_int(env, "WEFT_NCHANNELS", c.channels, 1, 16));
   if (auto a = env("WEFT_ALGO")) c.algo = *a;
+  c.deterministic = env_int(env, "WEFT_DETERMINISTIC", 0, 0, 1) == 1;
   if (auto t = env("WEFT_TRANSPORT"); t && !t->empty()) {
     if (*t != "ucx" && *t != "auto") fail(ErrorCode::kInvalidArgument, "WEFT_TRANSPORT='{}' is not auto or ucx", *t);
     c.transport = *t;

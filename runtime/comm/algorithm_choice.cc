@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "collectives/algorithms/builtin.h"
+#include "collectives/algorithms/deterministic.h"
 #include "collectives/planner.h"
 #include "runtime/base/error.h"
 #include "runtime/base/log.h"
@@ -11,7 +12,7 @@
 
 namespace weft {
 
-AlgorithmChoice::AlgorithmChoice(const CommConfig& config, const Membership& members) : config_(config), m_(members) {}
+AlgorithmChoice::AlgorithmChoice(CommConfig& config, const Membership& members) : config_(config), m_(members) {}
 AlgorithmChoice::~AlgorithmChoice() = default;
 
 void AlgorithmChoice::check_id(const std::string& id, const char* what) {
@@ -70,6 +71,7 @@ std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveAr
       algo = planned(a.kind, a.count * dtype_size(a.dtype) * per);
     }
     if (!algo) algo = default_algorithm(a.kind, a.count * dtype_size(a.dtype), m_.size);
+    if (config_.deterministic) algo = deterministic_algorithm(algo, a.kind);
     if (!algo) fail(ErrorCode::kInvalidUsage, "{} is not implemented yet", collective_name(a.kind));
     if (std::string_view(algo->id) == "forest") opt.forest = forest();
     s = build_schedule(*algo, a, m_.rank, m_.size, opt);
@@ -77,6 +79,11 @@ std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveAr
   auto built = std::make_shared<const Schedule>(std::move(s));
   if (cached) schedules_.emplace(key, built);
   return built;
+}
+
+void AlgorithmChoice::set_deterministic(bool on) {
+  config_.deterministic = on;
+  schedules_.clear();
 }
 
 std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string& algo_id, const char* chosen,
@@ -90,6 +97,7 @@ std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string&
   std::string why;
   if (c == "direct") why = "the shared-memory latency path (every rank on this node, at most WEFT_DIRECT_BYTES)";
   else if (c == "shared") why = "every rank's buffers are weftMemAlloc memory: each rank reduces its share from all of them, no copies";
+  else if (c == "det") return deterministic_explanation(a.kind, algo_id);
   else if (!algo_id.empty() && c == algo_id) why = fmt::format("forced by WEFT_ALGO / weftCommSetAlgorithm ('{}')", algo_id);
   else if (modelled && m_.num_nodes > 1) why = "the cost model's fastest across nodes (weft-topo plan)";
   else why = fmt::format("the measured crossover for {} ranks on {} node(s) (docs/ALGORITHMS.md)", m_.size, m_.num_nodes);

@@ -21,7 +21,7 @@ struct CostModel;
 
 class AlgorithmChoice {
  public:
-  AlgorithmChoice(const CommConfig& config, const Membership& members);
+  AlgorithmChoice(CommConfig& config, const Membership& members);
   ~AlgorithmChoice();
   // kInvalidArgument naming the known ids unless `id` is "" (automatic) or an algorithm's id.
   static void check_id(const std::string& id, const char* what);
@@ -37,6 +37,9 @@ class AlgorithmChoice {
   // WEFT_LOG_LEVEL=info): the user's choice, the latency path, the cost model's choice across
   // nodes or the measured crossovers, with the model's predicted times of the candidates.
   // *predicted_us: the chosen algorithm's prediction, -1 where the model has none.
+  // Deterministic mode (docs/DETERMINISM.md) on or off for the schedules built from now on (the
+  // communicator's config changes with it); forgets the cached schedules.
+  void set_deterministic(bool on);
   std::string explain(const CollectiveArgs& a, const std::string& algo_id, const char* chosen, double* predicted_us);
 
  private:
@@ -49,7 +52,7 @@ class AlgorithmChoice {
   const topo::NodeSummary& summary();          // this node's topology (loaded once)
   topo::CostModel model() const;               // WEFT_COST_* with this job's ranks and cores
 
-  const CommConfig& config_;
+  CommConfig& config_;  // the communicator's
   const Membership& m_;
   std::map<std::tuple<int, uint64_t, int, int, int, bool, std::string>, std::shared_ptr<const Schedule>> schedules_;
   std::map<std::pair<int, uint64_t>, std::string> planned_;  // cost model's choice per (kind, bytes)

@@ -204,6 +204,13 @@ void Communicator::set_algorithm(const std::string& id) {
   queue_->set_algorithm(id);
 }
 
+void Communicator::set_deterministic(bool on) {
+  if (shrunk()) fail_shrunk("weftCommSetDeterministic");
+  queue_->wait_idle();  // the operations submitted before keep the mode they were submitted in
+  algorithms_.set_deterministic(on);
+  WEFT_LOG_INFO("deterministic mode {} on {}", on ? "on" : "off", name());
+}
+
 void Communicator::abort(const std::string& why) {
   failures_.abort(why);
   if (transport_) transport_->interrupt();

@@ -108,6 +108,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // automatic choice); weft::Error(kInvalidArgument) for an id no collective has. Local: every
   // rank must set the same before the same call, as for the call's arguments.
   void set_algorithm(const std::string& id);
+  // Deterministic mode (WEFT_DETERMINISTIC; docs/DETERMINISM.md) for the collectives submitted
+  // after this call: waits for those in flight first. Every rank must set the same before the
+  // same call. Communicators split from this one afterwards inherit it.
+  void set_deterministic(bool on);
+  bool deterministic() const { return config_.deterministic; }
   // Ends every operation in flight or queued with an error; the communicator is broken after.
   // `why` is what this rank and its peers report.
   void abort(const std::string& why = "aborted by weftCommAbort");

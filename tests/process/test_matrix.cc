@@ -55,6 +55,12 @@ TEST(MatrixPieces, EveryCollectiveTypeAndOpWithPiecewiseDirectAllReduce) {
   expect_job(3, "shm", "full", {"WEFT_DIRECT_BYTES=32768", "WEFT_DIRECT_PIECE_BYTES=65536"});
 }
 
+// Deterministic mode (issue 47) with the direct path off: every reduction runs the "det" schedules
+// (rank-order fold at each block's owner), checked for every type, op, root and placement.
+TEST(MatrixDeterministic, EveryCollectiveTypeAndOpWithTheDeterministicSchedules) {
+  expect_job(3, "shm", "full", {"WEFT_DETERMINISTIC=1", "WEFT_DIRECT_BYTES=0"});
+}
+
 // The same matrix on weftMemAlloc buffers (node-shared windows, WEFT_TEST_SHARED=1): the latency
 // path and the shared-window all-reduce read and write them directly, in real processes (issue 44).
 class MatrixShared : public ::testing::TestWithParam<int> {};

@@ -95,6 +95,9 @@ TEST_F(CApi, NullCommunicatorEverywhere) {
       {"weftCommSplitLevel", [&] { weftComm_t n; return weftCommSplitLevel(nullptr, weftLevelNode, &n); }},
       {"weftCommSetAlgorithm", [&] { return weftCommSetAlgorithm(nullptr, "ring"); }},
       {"weftCommShrink", [&] { weftComm_t n; return weftCommShrink(nullptr, nullptr, 0, &n); }},
+      {"weftCommSetDeterministic", [&] { return weftCommSetDeterministic(nullptr, 1); }},
+      {"weftCommGetDeterministic", [&] { return weftCommGetDeterministic(nullptr, &x); }},
+      {"weftAllReduceShards", [&] { return weftAllReduceShards(a.p(), b.p(), 1, 1, f32, weftSum, nullptr); }},
       {"weftCommGetFailedRanks", [&] { return weftCommGetFailedRanks(nullptr, &x, &y); }},
       {"weftAllReduce", [&] { return weftAllReduce(a.p(), b.p(), kElems, f32, weftSum, nullptr); }},
       {"weftAllReduceAsync", [&] { return weftAllReduceAsync(a.p(), b.p(), kElems, f32, weftSum, nullptr, &req); }},
@@ -313,6 +316,37 @@ TEST_F(CApi, SetAlgorithm) {
     ASSERT_EQ(weftAllReduce(in.data(), out.data(), in.size(), weftFloat32, weftSum, comm_), weftSuccess);
     EXPECT_EQ(out, in);
   }
+}
+
+TEST_F(CApi, Deterministic) {
+  // 0 and 1 only; the mode is reported back and the collectives keep working. Virtual shards: a
+  // one-rank world holds any number of them (the whole tree); 0 shards and bad enums are refused.
+  Guarded a, b;
+  int on = -1;
+  EXPECT_EQ(weftCommSetDeterministic(comm_, 2), kArg);
+  EXPECT_NE(std::string(weftGetLastErrorMessage()).find("must be 0 or 1 (got 2)"), std::string::npos);
+  ASSERT_EQ(weftCommGetDeterministic(comm_, &on), weftSuccess);
+  EXPECT_EQ(on, 0);
+  ASSERT_EQ(weftCommSetDeterministic(comm_, 1), weftSuccess);
+  ASSERT_EQ(weftCommGetDeterministic(comm_, &on), weftSuccess);
+  EXPECT_EQ(on, 1);
+  expect_rejected("null output", weftCommGetDeterministic(comm_, nullptr), {kArg}, a, b, "weftCommGetDeterministic");
+  std::vector<float> in(7, 2.5f), out(7, 0.f);
+  ASSERT_EQ(weftAllReduce(in.data(), out.data(), in.size(), weftFloat32, weftSum, comm_), weftSuccess);
+  EXPECT_EQ(out, in);
+  // Three shards of two elements: (s0 + s1) + s2 by the tree, then / 3 for the average.
+  const std::vector<float> shards = {1.f, 2.f, 3.f, 4.f, 5.f, 6.f};
+  std::vector<float> sum(2, 0.f);
+  ASSERT_EQ(weftAllReduceShards(shards.data(), sum.data(), 2, 3, weftFloat32, weftAvg, comm_), weftSuccess)
+      << weftGetLastErrorMessage();
+  EXPECT_EQ(sum, (std::vector<float>{3.f, 4.f}));
+  expect_rejected("no shards", weftAllReduceShards(shards.data(), sum.data(), 2, 0, weftFloat32, weftSum, comm_), {kArg}, a,
+                  b, "at least 1");
+  expect_rejected("bad type", weftAllReduceShards(shards.data(), sum.data(), 2, 3, weftNumTypes, weftSum, comm_), {kArg},
+                  a, b, "weftAllReduceShards");
+  expect_rejected("null", weftAllReduceShards(nullptr, sum.data(), 2, 3, weftFloat32, weftSum, comm_), {kArg}, a, b,
+                  "sendbuff is NULL");
+  ASSERT_EQ(weftCommSetDeterministic(comm_, 0), weftSuccess);
 }
 
 TEST_F(CApi, ZeroCountWithNullBuffersIsFine) {

@@ -17,7 +17,7 @@ import os
 import torch.distributed as _dist
 
 from ._weft_torch import __version__, create_process_group, drain, dump, gpu_path_built, step_end  # noqa: F401
-from ._weft_torch import _empty_shared
+from ._weft_torch import _all_reduce_shards, _empty_shared, deterministic, set_deterministic  # noqa: F401
 from ._weft_torch import shrink as _shrink
 
 
@@ -29,6 +29,20 @@ def empty_shared(group, numel, dtype=None):
     copies: each rank reduces its share straight from every rank's tensor into all of them."""
     import torch
     return _empty_shared(group, int(numel), torch.empty(0, dtype=dtype or torch.get_default_dtype()))
+
+
+def all_reduce_shards(local, shards, group=None, op=_dist.ReduceOp.SUM):
+    """weftAllReduceShards (docs/DETERMINISM.md, "Virtual shards"): `local` stacks this rank's
+    shards/world_size shards on its first dimension (rank r holds shards r*shards/world_size, ...);
+    returns local.shape[1:], the `shards` shards combined by one fixed binary tree over them, the
+    same bits for every rank count that can hold them as aligned subtrees (for a power of two:
+    every power of two up to it; others raise, naming the counts that can). op: SUM or AVG
+    (divided by `shards`). Collective over `group` (default: the default group), a weft group."""
+    c10d = _dist.distributed_c10d
+    pg = group if group is not None else c10d._get_default_group()
+    if op not in (_dist.ReduceOp.SUM, _dist.ReduceOp.AVG):
+        raise ValueError(f"weft: all_reduce_shards takes ReduceOp.SUM or ReduceOp.AVG (got {op})")
+    return _all_reduce_shards(pg, local, int(shards), op == _dist.ReduceOp.AVG)
 
 
 from .ddp import DistributedDataParallel  # noqa: E402,F401

@@ -23,13 +23,25 @@ once, at the forward after the first backward, in the order rank 0's gradients b
 gradients are ready, so every rank launches the same all-reduces in the same order; the backward returns once every bucket is reduced; no_sync() skips communication
 (gradients accumulate); a parameter that got no gradient is an error naming it, unless
 find_unused_parameters=True (its gradient, zero after zero_grad(), is averaged like the others).
+
+Reproducible training (docs/DETERMINISM.md): deterministic=True puts the group in deterministic
+mode (weft_torch.set_deterministic: every element summed in rank order) and keeps the buckets in
+their first layout, a function of the parameter list alone (no rebuild from the observed ready
+order): two runs on the same rank count give the same bits. virtual_shards=V (implies it) makes
+the result independent of the rank count too: every step is V micro-batches (shards), each rank
+runs forward and backward once per shard of its own (V / ranks of them, rank r the shards
+r*V/ranks ...), and the backward of its last shard combines all V shards' gradients by one fixed
+binary tree over V (weft_torch.all_reduce_shards) and averages over V; so 1, 2, 4 ... ranks
+give the same parameters. The shards' gradients are kept apart until then (one copy of the
+buckets per local shard); the all-reduce is not overlapped with the backward.
 """
 import contextlib
 
 import torch
 import torch.distributed as dist
 
-from . import empty_shared
+from . import all_reduce_shards, empty_shared, set_deterministic
+from ._weft_torch import _shard_layout_problem
 
 __all__ = ["DistributedDataParallel"]
 
@@ -50,7 +62,7 @@ class _Bucket:
 class DistributedDataParallel(torch.nn.Module):
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  process_group=None, bucket_cap_mb=25, find_unused_parameters=False, check_reduction=False,
-                 gradient_as_bucket_view=True, static_graph=False):
+                 gradient_as_bucket_view=True, static_graph=False, deterministic=False, virtual_shards=None):
         super().__init__()
         # torch's signature, so that code written for it runs unchanged; the gradients are always in
         # the buckets (gradient_as_bucket_view), and static_graph / check_reduction change nothing here.
@@ -66,6 +78,14 @@ class DistributedDataParallel(torch.nn.Module):
                              "for other backends use torch.nn.parallel.DistributedDataParallel")
         if bucket_cap_mb <= 0:
             raise ValueError(f"weft_torch.DistributedDataParallel: bucket_cap_mb must be positive (got {bucket_cap_mb})")
+        self._shards = int(virtual_shards) if virtual_shards is not None else 0
+        if virtual_shards is not None:
+            problem = _shard_layout_problem(self._shards, dist.get_world_size(group))
+            if problem:
+                raise ValueError(f"weft_torch.DistributedDataParallel: virtual_shards={virtual_shards}: {problem}")
+        self.deterministic = deterministic or self._shards > 0
+        if self.deterministic:
+            set_deterministic(group, True)
         self.module, self.process_group = module, group
         self.broadcast_buffers, self.find_unused_parameters = broadcast_buffers, find_unused_parameters
         self._sync = True
@@ -89,7 +109,12 @@ class DistributedDataParallel(torch.nn.Module):
         # order in which gradients became ready, and the next forward rebuilds the buckets in that
         # order (rank 0's, broadcast), so that each bucket launches as soon as it can.
         self._ready_order = []
-        self._rebuild_pending = not find_unused_parameters
+        self._rebuild_pending = not find_unused_parameters and not self.deterministic
+        # virtual_shards: the gradients of each local shard of this step, per bucket (shard index first).
+        self._local_shards = self._shards // dist.get_world_size(group) if self._shards else 0
+        self._stash = [torch.empty((self._local_shards, b.flat.numel()), dtype=b.flat.dtype) for b in self._buckets] \
+            if self._shards else []
+        self._shard = 0
         # A hook on each parameter's gradient accumulator runs once its .grad is final for this backward.
         self._accumulators = []
         for p in params:
@@ -201,6 +226,8 @@ class DistributedDataParallel(torch.nn.Module):
         return hook
 
     def _launch(self, b):
+        if self._shards:  # combined at the backward of the step's last shard (_combine_shards)
+            return
         b.work = dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self.process_group, async_op=True)
 
     def _launch_ready(self):
@@ -216,12 +243,30 @@ class DistributedDataParallel(torch.nn.Module):
             missing = [self._names.get(id(p), "?") for b in self._buckets for p, r in zip(b.params, b.ready) if not r]
             # Wait for what was launched before failing, so no all-reduce still reads the buckets.
             for b in self._buckets[:self._next_launch]:
-                b.work.wait()
+                if b.work is not None:
+                    b.work.wait()
             raise RuntimeError("weft_torch.DistributedDataParallel: these parameters got no "
                                f"gradient in this backward: {', '.join(missing[:8])}{' ...' if len(missing) > 8 else ''}; "
                                "pass find_unused_parameters=True if the model does not use every parameter in every step")
         while self._next_launch < len(self._buckets):
             self._launch(self._buckets[self._next_launch])
             self._next_launch += 1
+        if self._shards:
+            self._combine_shards()
+            return
         for b in self._buckets:
             b.work.wait()
+
+    def _combine_shards(self):
+        """virtual_shards: this shard's gradients are put aside (the buckets zeroed for the next
+        shard); after the last local shard, every bucket is the tree combination of all V."""
+        for b, stash in zip(self._buckets, self._stash):
+            stash[self._shard].copy_(b.flat)
+        self._shard += 1
+        if self._shard < self._local_shards:
+            for b in self._buckets:
+                b.flat.zero_()
+            return
+        self._shard = 0
+        for b, stash in zip(self._buckets, self._stash):
+            b.flat.copy_(all_reduce_shards(stash, self._shards, group=self.process_group, op=dist.ReduceOp.AVG))
