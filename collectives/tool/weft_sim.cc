@@ -177,7 +177,9 @@ std::vector<Row> evaluate(const Setup& s, CollectiveKind coll, int gpus, uint64_
   const uint64_t size = count * 4 * per_rank;
   const topo::ClusterView view = topo::make_uniform_cluster(s.node, nodes, per);
   std::vector<Row> rows;
-  const std::string chosen = choose_algorithm(s.node, nodes, per, coll, size, s.model, o.slice);
+  // What the runtime would run: on one node a native row where one takes the call (direct), else
+  // the schedule the communicator picks.
+  const std::string chosen = runtime_choice(s.node, nodes, per, coll, size, s.model, o.slice, tool::env_direct_limits(s.model))->id;
   std::map<std::string, double> closed;
   for (const auto& c : rank_plans(view, coll, size, s.model, o.slice)) closed[c.plan.algorithm] = c.predicted_us;
   const topo::NetGraph graph(view, s.model);
@@ -187,13 +189,15 @@ std::vector<Row> evaluate(const Setup& s, CollectiveKind coll, int gpus, uint64_
   if (nodes > 1) opt.ring = planned_ring(s.node, nodes, per);
   std::vector<std::string> ids;
   for (const Algorithm* a : algorithms_for(coll))
-    if (a->predict && (o.algos.empty() || std::find(o.algos.begin(), o.algos.end(), a->id) != o.algos.end()))
+    if (a->predict && (!a->native() || closed.count(a->id)) && (o.algos.empty() || std::find(o.algos.begin(), o.algos.end(), a->id) != o.algos.end()))
       ids.push_back(a->id);
   for (const std::string& id : ids) {
     Row r{coll, gpus, nodes, size, id};
     if (o.closed && closed.count(id)) r.closed_us = closed[id];
     r.chosen = id == chosen;
-    if (o.event && id == "forest" && gpus > topo::kForestExactRanks) {
+    if (o.event && find_algorithm(id, coll)->native()) {
+      r.event_note = "a native row (the shared-memory direct path): no schedule for the event level to play";
+    } else if (o.event && id == "forest" && gpus > topo::kForestExactRanks) {
       // Above kForestExactRanks nothing is packed (the closed form is the cut bound itself) and
       // the schedule would be the fallback chains, millions of messages that no prediction describes.
       r.event_note = fmt::format("no packing above {} ranks (the closed form is the cut bound)", topo::kForestExactRanks);

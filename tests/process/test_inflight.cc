@@ -134,4 +134,28 @@ TEST(AlgorithmScope, ForcedAlgorithmAppliesOnlyToItsCollectives) {
   expect_ok(rs, "algo-scope direct");
 }
 
+// Size ranges per collective (issue 43): WEFT_ALGO=allreduce:0-32K:direct,32K-:ring runs the
+// native row below 32 KiB and the ring above (weftCommLastAlgorithm on every rank, and the
+// algorithm log at info names both, forced); weftCommSetAlgorithm takes ranges too.
+TEST(AlgorithmScope, SizeRangesChooseWhatRuns) {
+  auto rs = run_job(2, {WEFT_TEST_INFLIGHT, "algo-ranges"}, {"WEFT_ALGO=allreduce:0-32K:direct,32K-:ring", "WEFT_LOG_LEVEL=info"},
+                    std::chrono::seconds(60));
+  expect_ok(rs, "algo-ranges");
+  const std::string& out = rs[0].output;
+  EXPECT_NE(out.find("WEFT_ALGO=allreduce:0-32K:direct,32K-:ring forced for allreduce (0 B-32 KiB: direct, 32 KiB-: ring)"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("32-63 B: algorithm 'direct' for allreduce"), std::string::npos) << out;
+  EXPECT_NE(out.find("65536-131071 B: algorithm 'ring' for allreduce"), std::string::npos) << out;
+  EXPECT_NE(out.find("forced by WEFT_ALGO / weftCommSetAlgorithm ('ring')"), std::string::npos) << out;
+}
+
+// A bad WEFT_ALGO spec fails the communicator's creation with a message naming the problem.
+TEST(AlgorithmScope, BadSpecIsRefusedClearly) {
+  auto rs = run_job(2, {WEFT_TEST_INFLIGHT, "algo-ranges"}, {"WEFT_ALGO=allreduce:32K-0:ring"}, std::chrono::seconds(60));
+  for (const auto& r : rs) {
+    EXPECT_NE(r.status, 0) << r.output;
+    EXPECT_NE(r.output.find("the range '32K-0' is empty"), std::string::npos) << r.output;
+  }
+}
+
 }  // namespace

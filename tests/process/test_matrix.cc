@@ -55,8 +55,8 @@ TEST(MatrixPieces, EveryCollectiveTypeAndOpWithPiecewiseDirectAllReduce) {
   expect_job(3, "shm", "full", {"WEFT_DIRECT_BYTES=32768", "WEFT_DIRECT_PIECE_BYTES=65536"});
 }
 
-// The same matrix on weftMemAlloc buffers (node-shared windows, WEFT_TEST_SHARED=1): the latency
-// path and the shared-window all-reduce read and write them directly, in real processes (issue 44).
+// The same matrix on weftMemAlloc buffers (windows, WEFT_TEST_SHARED=1): the latency
+// path and the window all-reduce read and write them directly, in real processes (issue 44).
 class MatrixShared : public ::testing::TestWithParam<int> {};
 TEST_P(MatrixShared, EveryCollectiveTypeAndOpOnNodeSharedBuffers) {
   expect_job(GetParam(), "shm", "full", {"WEFT_TEST_SHARED=1"});
