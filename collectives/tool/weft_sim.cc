@@ -482,11 +482,19 @@ int main(int argc, char** argv) {
       std::cout << fmt::format("{:>7} {:>6} {:>7}{} {:>14} {:>14} {:>7} {:>11.1f}\n", r.gpus, r.nodes, r.algo,
                                r.chosen ? "*" : " ", us_text(r.closed_us), us_text(r.event_us), ratio, r.busbw());
     }
-    std::set<std::string> skipped, unpacked;
+    std::set<std::string> skipped, unpacked, native;
     for (const Row& r : rows)
       if (!r.event_note.empty() && o.event)
-        (r.algo == "forest" && r.gpus > topo::kForestExactRanks ? unpacked : skipped)
+        (find_algorithm(r.algo, r.coll)->native()                     ? native
+         : r.algo == "forest" && r.gpus > topo::kForestExactRanks ? unpacked
+                                                                  : skipped)
             .insert(fmt::format("{} at {} GPUs", r.algo, r.gpus));
+    if (!native.empty()) {
+      std::cout << "\nnative rows (the shared-memory direct path of one node's host memory: a closed form, no schedule for "
+                   "the event level):";
+      for (const auto& s : native) std::cout << " " << s << ";";
+      std::cout << "\n";
+    }
     if (!skipped.empty()) {
       std::cout << "\nevent level skipped (more steps than --max-steps " << o.sim.max_steps << "):";
       for (const auto& s : skipped) std::cout << " " << s << ";";

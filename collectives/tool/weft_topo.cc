@@ -57,7 +57,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     auto coll = weft::parse_any_collective(collective);
-    if (!coll) weft::fail(weft::ErrorCode::kInvalidArgument, "unknown collective '{}'", collective);
+    if (!coll)
+      weft::fail(weft::ErrorCode::kInvalidArgument,
+                 "unknown collective '{}' (allreduce, reducescatter, allgather, broadcast, reduce, alltoall, barrier, alltoallv)",
+                 collective);
     const size_t bytes = parse_size(size);
     if (slice.empty())
       if (const char* env = std::getenv("WEFT_SLICE_BYTES"); env && *env) slice = env;
@@ -92,6 +95,7 @@ int main(int argc, char** argv) {
         for (const auto& r : c.plan.rails) rails.push_back({{"index", r.index}, {"ranks", r.ranks}, {"nics", r.nics}});
         j.push_back({{"algorithm", c.plan.name},
                      {"id", c.plan.algorithm},  // the table's id: what WEFT_ALGO takes
+                     {"native", weft::find_algorithm(c.plan.algorithm, *coll) && weft::find_algorithm(c.plan.algorithm, *coll)->native()},
                      {"predicted_us", c.predicted_us},
                      {"ideal_us", c.plan.ideal_us},
                      {"bottleneck_gbs", c.plan.bottleneck_gbs},
@@ -121,7 +125,8 @@ int main(int argc, char** argv) {
       std::cout << fmt::format("  {:<8} {:<20} {:>12.2f} us   {}{}\n", c.plan.algorithm, c.plan.name, c.predicted_us,
                                ideal > 0 ? fmt::format("{:.2f}x the ideal {:.2f} us", c.predicted_us / ideal, ideal)
                                          : std::string(),
-                               row && row->native() ? "  (native row)" : "");
+                               !row ? fmt::format("  (the model's only: {} has no such row)", collective)
+                               : row->native() ? std::string("  (native row)") : std::string());
     }
     for (const weft::Algorithm* a : unpredicted)
       std::cout << fmt::format("  {:<8} {:<20} no prediction{}\n", a->id, a->name ? a->name : a->id,
