@@ -351,6 +351,34 @@ std::string svg_plot(const std::vector<Row>& rows, const std::string& title) {
 
 std::string us_text(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); }
 
+// Why the event level left rows out: native rows (no schedule), steps past --max-steps, no packing.
+void print_event_notes(const std::vector<Row>& rows, const Options& o) {
+  std::set<std::string> skipped, unpacked, native;
+  for (const Row& r : rows)
+    if (!r.event_note.empty() && o.event)
+      (find_algorithm(r.algo, r.coll)->native()                     ? native
+       : r.algo == "forest" && r.gpus > topo::kForestExactRanks ? unpacked
+                                                                : skipped)
+          .insert(fmt::format("{} at {} GPUs", r.algo, r.gpus));
+  if (!native.empty()) {
+    std::cout << "\nnative rows (the shared-memory direct path of one node's host memory: a closed form, no schedule for "
+                 "the event level):";
+    for (const auto& s : native) std::cout << " " << s << ";";
+    std::cout << "\n";
+  }
+  if (!skipped.empty()) {
+    std::cout << "\nevent level skipped (more steps than --max-steps " << o.sim.max_steps << "):";
+    for (const auto& s : skipped) std::cout << " " << s << ";";
+    std::cout << "\n";
+  }
+  if (!unpacked.empty()) {
+    std::cout << "event level skipped (no packing above " << topo::kForestExactRanks
+              << " ranks: the closed form is the cut bound):";
+    for (const auto& s : unpacked) std::cout << " " << s << ";";
+    std::cout << "\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -482,30 +510,7 @@ int main(int argc, char** argv) {
       std::cout << fmt::format("{:>7} {:>6} {:>7}{} {:>14} {:>14} {:>7} {:>11.1f}\n", r.gpus, r.nodes, r.algo,
                                r.chosen ? "*" : " ", us_text(r.closed_us), us_text(r.event_us), ratio, r.busbw());
     }
-    std::set<std::string> skipped, unpacked, native;
-    for (const Row& r : rows)
-      if (!r.event_note.empty() && o.event)
-        (find_algorithm(r.algo, r.coll)->native()                     ? native
-         : r.algo == "forest" && r.gpus > topo::kForestExactRanks ? unpacked
-                                                                  : skipped)
-            .insert(fmt::format("{} at {} GPUs", r.algo, r.gpus));
-    if (!native.empty()) {
-      std::cout << "\nnative rows (the shared-memory direct path of one node's host memory: a closed form, no schedule for "
-                   "the event level):";
-      for (const auto& s : native) std::cout << " " << s << ";";
-      std::cout << "\n";
-    }
-    if (!skipped.empty()) {
-      std::cout << "\nevent level skipped (more steps than --max-steps " << o.sim.max_steps << "):";
-      for (const auto& s : skipped) std::cout << " " << s << ";";
-      std::cout << "\n";
-    }
-    if (!unpacked.empty()) {
-      std::cout << "event level skipped (no packing above " << topo::kForestExactRanks
-                << " ranks: the closed form is the cut bound):";
-      for (const auto& s : unpacked) std::cout << " " << s << ";";
-      std::cout << "\n";
-    }
+    print_event_notes(rows, o);
     if (!anchor_rows.empty()) {
       std::cout << "\nPublished anchors beside this model (built-in setups, the cost model's alpha):\n";
       for (const Anchor& a : anchor_rows)

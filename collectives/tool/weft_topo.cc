@@ -20,6 +20,26 @@ weft::topo::NodeTopology load(const std::string& input) {
   return input.empty() ? weft::topo::load_topology() : weft::topo::load_topology_file(input);
 }
 
+// The predicted rows, fastest first, then the collective's rows without a prediction (said
+// plainly), each native row marked; then the best prediction's explanation.
+void print_candidates(const std::vector<weft::topo::PlanCandidate>& plans,
+                      const std::vector<const weft::Algorithm*>& unpredicted, weft::CollectiveKind coll, double ideal) {
+  const std::string collective(weft::collective_name(coll));
+  for (const auto& c : plans) {
+    const weft::Algorithm* row = weft::find_algorithm(c.plan.algorithm, coll);
+    std::cout << fmt::format("  {:<8} {:<20} {:>12.2f} us   {}{}\n", c.plan.algorithm, c.plan.name, c.predicted_us,
+                             ideal > 0 ? fmt::format("{:.2f}x the ideal {:.2f} us", c.predicted_us / ideal, ideal)
+                                       : std::string(),
+                             !row ? fmt::format("  (the model's only: {} has no such row)", collective)
+                             : row->native() ? std::string("  (native row)") : std::string());
+  }
+  for (const weft::Algorithm* a : unpredicted)
+    std::cout << fmt::format("  {:<8} {:<20} no prediction{}\n", a->id, a->name ? a->name : a->id,
+                             a->native() ? "  (native row)" : "");
+  if (!plans.empty()) std::cout << "\nBest predicted: " << plans.front().plan.explain();
+  else std::cout << "\nThe cost model predicts no algorithm of " << collective << ".\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,19 +140,7 @@ int main(int argc, char** argv) {
                       ? "Predicted times (WEFT_ALGO id, name; fastest first; ideal: a reduce-scatter and an all-gather each at the worst cut's bound,\n"
                         "ForestColl's; schedules that overlap the two on full-duplex links can come in under it):\n"
                       : "Predicted times (WEFT_ALGO id, name; fastest first; ideal: the worst cut's bound on the transfer, which no schedule beats):\n");
-    for (const auto& c : plans) {
-      const weft::Algorithm* row = weft::find_algorithm(c.plan.algorithm, *coll);
-      std::cout << fmt::format("  {:<8} {:<20} {:>12.2f} us   {}{}\n", c.plan.algorithm, c.plan.name, c.predicted_us,
-                               ideal > 0 ? fmt::format("{:.2f}x the ideal {:.2f} us", c.predicted_us / ideal, ideal)
-                                         : std::string(),
-                               !row ? fmt::format("  (the model's only: {} has no such row)", collective)
-                               : row->native() ? std::string("  (native row)") : std::string());
-    }
-    for (const weft::Algorithm* a : unpredicted)
-      std::cout << fmt::format("  {:<8} {:<20} no prediction{}\n", a->id, a->name ? a->name : a->id,
-                               a->native() ? "  (native row)" : "");
-    if (!plans.empty()) std::cout << "\nBest predicted: " << plans.front().plan.explain();
-    else std::cout << "\nThe cost model predicts no algorithm of " << collective << ".\n";
+    print_candidates(plans, unpredicted, *coll, ideal);
     std::cout << "Weft algorithm (WEFT_ALGO unset): " << (runs ? runs->id : "none")
               << (runs && runs->native() ? " (a native row: it takes this call before any schedule)" : "") << "\n";
     for (size_t i = 1; i < plans.size(); ++i) {
