@@ -109,7 +109,18 @@ void Communicator::run(const CollectiveArgs& args_in, const void* send, void* re
           if (rec) rec->started(record, seq, args, t0, false);
           const Call call{args, send, recv, seq, record, static_cast<uint16_t>(seq & 0x7fffu), forced, t0, kNoOthers};
           Clock::time_point start = t0;
-          result = guarded_call(failures_, args, seq, [&] { start = run_host(call, rows); });
+          result = guarded_call(failures_, args, seq, [&] {
+            // The chain's first row straight away (the latency path's one row, as a rule), the
+            // rest of the chain only if it declined.
+            const std::optional<Clock::time_point> first = run_native(*rows.rows[0], call);
+            if (first) {
+              start = *first;
+              return;
+            }
+            Chain rest;
+            for (int i = 1; i < rows.size; ++i) rest.add(rows.rows[i]);
+            start = run_host(call, rest);
+          });
           if (result.first != ErrorCode::kSuccess)
             result.second = record_failure(telemetry_.get(), rec, record, args.kind, result.first, std::move(result.second));
           else if (timed || start != Clock::time_point{})
