@@ -1,6 +1,6 @@
 // Collective descriptions and the algorithm registry. One algorithm per file under
 // collectives/algorithms/, each registered once in algorithms.cc with {id, description, kinds,
-// build, name, predict}.
+// build, name, predict, eligible}: schedule rows and native rows (see struct Algorithm).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -71,26 +71,71 @@ inline uint64_t part_offset(uint64_t n, uint64_t parts, uint64_t i) {
 struct PlanInput;   // collectives/planner.h
 struct Prediction;
 
+// The sizes of the shared-memory direct path (runtime/transport/shm/shm_direct.*): what its
+// native rows take. direct_limits() derives them from WEFT_DIRECT_BYTES and
+// WEFT_DIRECT_PIECE_BYTES (-1: automatic) and whether a machine's ranks outnumber its cores.
+struct DirectLimits {
+  uint64_t one_round = 0;        // the largest call taken in one round (all-gather: one rank's block)
+  uint64_t allreduce_round = 0;  // the largest all-reduce taken in one round (above: in pieces)
+  uint64_t piece = 0;            // 0: no all-reduce in pieces
+};
+DirectLimits direct_limits(int64_t direct_bytes, int64_t piece_bytes, bool oversubscribed);
+
+// What a row's eligibility looks at: the call and where it runs. The runtime fills it for each
+// call; weft-topo plan and weft-sim from their options, so that they say what would run.
+struct CallShape {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  uint64_t bytes = 0;        // count x type size (NCCL's count: one rank's block for all-gather)
+  int nranks = 1;
+  bool node_memory = false;  // every rank on one node over Weft's shared memory: the direct path exists
+  DirectLimits limits;       // its sizes
+  uint32_t windows = 0;      // weftMemAlloc windows allocated (the same on every rank at a call)
+};
+
+// A row of the algorithm table is one of two forms (MSCCL++'s DslAlgorithm and NativeAlgorithm
+// in one collection): a schedule builder, whose schedule the executor runs over any transport,
+// or a native row (build == nullptr), whose runner the runtime binds by id
+// (runtime/comm/native_rows.*: the shared-memory direct path), so that collectives/ never
+// depends on a transport. Both have an id WEFT_ALGO takes, a name, a prediction where the cost
+// model has one, and an eligibility of their own.
 struct Algorithm {
-  const char* id;           // WEFT_ALGO value: "ring", "tree", "rhd", ...
+  const char* id;           // WEFT_ALGO value: "ring", "tree", "rhd", "direct", ...
   const char* description;
   std::vector<CollectiveKind> kinds;
-  // Builds this rank's schedule. rank/nranks come from the builder.
+  // Builds this rank's schedule. rank/nranks come from the builder. nullptr: a native row.
   void (*build)(ScheduleBuilder& b, const CollectiveArgs& args, const AlgoOptions& opt);
   // The name that plans print (`weft-topo plan`): "double_binary_tree" for "tree", ...
   const char* name;
   // The cost model's prediction (collectives/planner.h), or nullptr where there is none. Rows that
-  // share an id share it; it returns false where it does not model in.coll or the cluster (its
-  // eligibility). The planner ranks the predictions of the first row of each id.
+  // share an id share it; it returns false where it does not model in.coll or the cluster. The
+  // planner ranks the predictions of the first row of each id.
   bool (*predict)(const PlanInput& in, Prediction& out);
+  // Whether the row can take a call of this shape, apart from predict (nullptr: any call of its
+  // kinds). The same function answers for the runtime's choice and for the tools.
+  bool (*eligible)(const CallShape& s);
+  bool native() const { return build == nullptr; }
+  bool takes(const CallShape& s) const { return !eligible || eligible(s); }
 };
 
 const std::vector<Algorithm>& algorithm_table();
 const Algorithm* find_algorithm(std::string_view id, CollectiveKind kind);
 // Every algorithm that implements kind.
 std::vector<const Algorithm*> algorithms_for(CollectiveKind kind);
-// The default choice (until the topology planner decides): by size and rank count.
+// The default choice of a schedule row (until the topology planner decides): by size and rank count.
 const Algorithm* default_algorithm(CollectiveKind kind, uint64_t bytes, int nranks);
+// The native rows of kind, in table order: the order the dispatcher tries them in.
+const std::vector<const Algorithm*>& native_rows(CollectiveKind kind);
+// The rows a call of this shape would try, in order, up to the schedule (not included): `forced`
+// first where it is a native row that takes the call, else, unless `forced` is a schedule row,
+// every native row of the kind that takes it. Empty: the schedule runs at once.
+struct Chain {
+  const Algorithm* rows[4] = {};
+  int size = 0;
+  void add(const Algorithm* a) {
+    if (size < 4) rows[size++] = a;
+  }
+};
+Chain native_chain(const CallShape& s, const Algorithm* forced);
 
 Schedule build_schedule(const Algorithm& algo, const CollectiveArgs& args, int rank, int nranks,
                         const AlgoOptions& opt);

@@ -86,11 +86,16 @@ std::string choose_algorithm(const topo::NodeSummary& node, int nodes, int ranks
   double ring_us = -1;
   const topo::PlanCandidate* pick = nullptr;
   const topo::PlanCandidate* other = nullptr;  // the best that is not the packed trees
+  CallShape shape;
+  shape.kind = kind;
+  shape.bytes = bytes;
+  shape.nranks = nranks;
   for (const auto& p : plans) {
-    if (!find_algorithm(p.plan.algorithm, kind)) continue;
-    // Above kForestExactRanks nothing is packed (planned_forest is empty, the ranks would run the
-    // fallback chains) and the packed trees' prediction is the cut bound itself: shown, never run.
-    if (p.plan.algorithm == "forest" && nranks > topo::kForestExactRanks) continue;
+    // Schedule rows only: the native rows (one node's shared memory) are the dispatcher's to try
+    // first, by their eligibility (native_chain). And only rows whose eligibility takes the call
+    // (the packed trees: up to kForestExactRanks ranks).
+    const Algorithm* row = find_algorithm(p.plan.algorithm, kind);
+    if (!row || row->native() || !row->takes(shape)) continue;
     if (p.plan.algorithm == "ring" && ring_us < 0) ring_us = p.predicted_us;
     if (!pick) pick = &p;
     if (!other && p.plan.algorithm != "forest") other = &p;
@@ -99,6 +104,26 @@ std::string choose_algorithm(const topo::NodeSummary& node, int nodes, int ranks
   if (pick->plan.algorithm == "forest" && other && other->predicted_us <= pick->predicted_us * 1.05) pick = other;
   if (ring_us >= 0 && ring_us <= pick->predicted_us * 1.05) return "ring";
   return pick->plan.algorithm;
+}
+
+const Algorithm* runtime_choice(const topo::NodeSummary& node, int nodes, int ranks_per_node, CollectiveKind kind,
+                                size_t bytes, const topo::CostModel& model, uint64_t slice_bytes, const DirectLimits& limits) {
+  nodes = std::max(1, nodes);
+  const int nranks = nodes * std::max(1, ranks_per_node);
+  const bool per_rank = kind == CollectiveKind::kAllGather || kind == CollectiveKind::kReduceScatter;
+  CallShape s;
+  s.kind = kind;
+  s.bytes = per_rank ? bytes / static_cast<uint64_t>(nranks) : bytes;
+  s.nranks = nranks;
+  s.node_memory = nodes == 1 && nranks > 1 && limits.one_round > 0;
+  s.limits = limits;
+  const Chain chain = native_chain(s, nullptr);
+  if (chain.size > 0) return chain.rows[0];
+  const bool modelled = kind == CollectiveKind::kAllReduce || per_rank;
+  if (modelled && nodes > 1)
+    if (const Algorithm* a = find_algorithm(choose_algorithm(node, nodes, ranks_per_node, kind, bytes, model, slice_bytes), kind))
+      return a;
+  return default_algorithm(kind, s.bytes, nranks);
 }
 
 std::vector<topo::WeightedTree> planned_forest(const topo::NodeSummary& node, int nodes, int ranks_per_node,

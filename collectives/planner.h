@@ -47,6 +47,15 @@ std::vector<topo::PlanCandidate> rank_plans(const topo::ClusterView& view, Colle
 std::vector<topo::PlanCandidate> rank_plans(const topo::ClusterView& view, CollectiveKind coll, size_t bytes,
                                             const topo::CostModel& model, uint64_t slice_bytes = 0);
 
+// What the runtime would run (WEFT_ALGO unset) for `bytes` (the planner's size: the whole buffer
+// for all-gather and reduce-scatter) on nodes x ranks_per_node ranks of this node type: the first
+// native row whose eligibility takes it (one node over Weft's shared memory, with `limits`; no
+// weftMemAlloc windows), else the schedule row the communicator picks (AlgorithmChoice): the cost
+// model's across nodes for all-reduce, reduce-scatter and all-gather, else the measured
+// crossovers. weft-topo plan and weft-sim print it.
+const Algorithm* runtime_choice(const topo::NodeSummary& node, int nodes, int ranks_per_node, CollectiveKind kind,
+                                size_t bytes, const topo::CostModel& model, uint64_t slice_bytes, const DirectLimits& limits);
+
 // The cost model's choice for `coll` of `bytes` on `nodes` x `ranks_per_node` ranks of this node
 // type (a uniform cluster), as an algorithm table id. Both the communicator (when WEFT_ALGO is
 // unset and there is more than one node) and `weft-topo plan` use it.
@@ -65,6 +74,9 @@ bool predict_tree(const PlanInput& in, Prediction& out);
 bool predict_rhd(const PlanInput& in, Prediction& out);
 bool predict_hier(const PlanInput& in, Prediction& out);
 bool predict_forest(const PlanInput& in, Prediction& out);
+// The packed trees are packed up to topo::kForestExactRanks ranks only: above, the prediction is
+// the cut bound itself (shown, never chosen; a forced forest runs the nodes' chains).
+bool forest_eligible(const CallShape& s);
 
 // The packed spanning trees the planner explains (topo::packed_trees over the network of
 // `nodes` x `ranks_per_node` ranks of this node type and the model's fabric; ranks numbered as in

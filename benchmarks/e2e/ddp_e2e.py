@@ -8,7 +8,7 @@ batches with SGD, one BLAS thread per rank. In one invocation the same processes
   compute   the model without DDP: forward, backward, optimizer step, no communication
   gloo      DistributedDataParallel over a gloo group
   weft      DistributedDataParallel over a Weft group (frameworks/torch: shared memory on one node)
-  weft-ddp  weft_torch.DistributedDataParallel: gradients in node-shared memory (weftMemAlloc), each
+  weft-ddp  weft_torch.DistributedDataParallel: gradients in windows (weftMemAlloc: node-shared memory), each
             bucket averaged in place across the ranks without copies or a division pass
   weft-avg  DDP over Weft with a Python comm hook averaging inside the all-reduce (ReduceOp.AVG)
             instead of DDP's division of every gradient before it: measured slower than weft

@@ -267,7 +267,7 @@ int main(int argc, char** argv) {
   app.add_flag("--mixed", o.mixed,
                "mixed placement: odd ranks call in place where even ranks call out of place, and the other way round");
   app.add_flag("--shared", o.shared,
-               "buffers from weftMemAlloc (node-shared memory: all-reduces on them run without copies) instead of malloc");
+               "buffers from weftMemAlloc (windows: node-shared memory; all-reduces on them run without copies) instead of malloc");
   app.add_flag("--ceiling", o.ceiling, "measure this machine's copy / a+=b bandwidth and the all-reduce bound; no Weft");
   app.add_option("--threads", o.threads, "--ceiling: threads (= ranks) for the aggregate figures (default 2)");
   CLI11_PARSE(app, argc, argv);

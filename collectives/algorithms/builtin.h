@@ -5,6 +5,16 @@
 #include "collectives/collective.h"
 
 namespace weft {
+struct PlanInput;
+struct Prediction;
+// The shared-memory direct path's native rows (direct.cc): one round ("direct"), all-reduce in
+// pieces ("pieces"), all-reduce over weftMemAlloc windows ("window"); eligibility and predictions.
+bool direct_eligible(const CallShape& s);
+bool pieces_eligible(const CallShape& s);
+bool window_eligible(const CallShape& s);
+bool predict_direct(const PlanInput& in, Prediction& out);
+bool predict_pieces(const PlanInput& in, Prediction& out);
+bool predict_window(const PlanInput& in, Prediction& out);
 // Point-to-point: one message to or from args.root.
 Schedule build_p2p_schedule(const CollectiveArgs& a, int rank, int nranks);
 // Dissemination barrier: ceil(log2 n) rounds; in round k rank r signals r+2^k and waits for r-2^k.

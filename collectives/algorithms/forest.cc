@@ -125,6 +125,8 @@ void build_forest_allgather(ScheduleBuilder& b, const CollectiveArgs& a, const A
 // Above kForestExactRanks, no packing: the cut bound itself (what a packing could reach).
 namespace weft {
 
+bool forest_eligible(const CallShape& s) { return s.nranks <= topo::kForestExactRanks; }
+
 bool predict_forest(const PlanInput& in, Prediction& out) {
   using namespace topo;
   if (!in.net) return false;

@@ -8,7 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "collectives/collective.h"
+#include "runtime/base/config.h"
 #include "runtime/base/error.h"
+#include "topology/cost.h"
 
 namespace weft::tool {
 
@@ -44,6 +47,13 @@ inline std::vector<std::string> split_list(const std::string& text, const char* 
     start = end + 1;
   }
   return out;
+}
+
+// The direct path's sizes a job here would use: WEFT_DIRECT_BYTES and WEFT_DIRECT_PIECE_BYTES
+// (as the runtime reads them), and whether the model's machine has more ranks than cores.
+inline DirectLimits env_direct_limits(const topo::CostModel& model) {
+  const CommConfig c = CommConfig::from_env(process_env());
+  return direct_limits(c.direct_bytes, c.direct_piece_bytes, model.host.oversubscribed());
 }
 
 // 268435456 -> "256 MiB"

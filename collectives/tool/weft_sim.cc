@@ -177,7 +177,9 @@ std::vector<Row> evaluate(const Setup& s, CollectiveKind coll, int gpus, uint64_
   const uint64_t size = count * 4 * per_rank;
   const topo::ClusterView view = topo::make_uniform_cluster(s.node, nodes, per);
   std::vector<Row> rows;
-  const std::string chosen = choose_algorithm(s.node, nodes, per, coll, size, s.model, o.slice);
+  // What the runtime would run: on one node a native row where one takes the call (direct), else
+  // the schedule the communicator picks.
+  const std::string chosen = runtime_choice(s.node, nodes, per, coll, size, s.model, o.slice, tool::env_direct_limits(s.model))->id;
   std::map<std::string, double> closed;
   for (const auto& c : rank_plans(view, coll, size, s.model, o.slice)) closed[c.plan.algorithm] = c.predicted_us;
   const topo::NetGraph graph(view, s.model);
@@ -187,13 +189,15 @@ std::vector<Row> evaluate(const Setup& s, CollectiveKind coll, int gpus, uint64_
   if (nodes > 1) opt.ring = planned_ring(s.node, nodes, per);
   std::vector<std::string> ids;
   for (const Algorithm* a : algorithms_for(coll))
-    if (a->predict && (o.algos.empty() || std::find(o.algos.begin(), o.algos.end(), a->id) != o.algos.end()))
+    if (a->predict && (!a->native() || closed.count(a->id)) && (o.algos.empty() || std::find(o.algos.begin(), o.algos.end(), a->id) != o.algos.end()))
       ids.push_back(a->id);
   for (const std::string& id : ids) {
     Row r{coll, gpus, nodes, size, id};
     if (o.closed && closed.count(id)) r.closed_us = closed[id];
     r.chosen = id == chosen;
-    if (o.event && id == "forest" && gpus > topo::kForestExactRanks) {
+    if (o.event && find_algorithm(id, coll)->native()) {
+      r.event_note = "a native row (the shared-memory direct path): no schedule for the event level to play";
+    } else if (o.event && id == "forest" && gpus > topo::kForestExactRanks) {
       // Above kForestExactRanks nothing is packed (the closed form is the cut bound itself) and
       // the schedule would be the fallback chains, millions of messages that no prediction describes.
       r.event_note = fmt::format("no packing above {} ranks (the closed form is the cut bound)", topo::kForestExactRanks);
@@ -347,6 +351,34 @@ std::string svg_plot(const std::vector<Row>& rows, const std::string& title) {
 
 std::string us_text(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); }
 
+// Why the event level left rows out: native rows (no schedule), steps past --max-steps, no packing.
+void print_event_notes(const std::vector<Row>& rows, const Options& o) {
+  std::set<std::string> skipped, unpacked, native;
+  for (const Row& r : rows)
+    if (!r.event_note.empty() && o.event)
+      (find_algorithm(r.algo, r.coll)->native()                     ? native
+       : r.algo == "forest" && r.gpus > topo::kForestExactRanks ? unpacked
+                                                                : skipped)
+          .insert(fmt::format("{} at {} GPUs", r.algo, r.gpus));
+  if (!native.empty()) {
+    std::cout << "\nnative rows (the shared-memory direct path of one node's host memory: a closed form, no schedule for "
+                 "the event level):";
+    for (const auto& s : native) std::cout << " " << s << ";";
+    std::cout << "\n";
+  }
+  if (!skipped.empty()) {
+    std::cout << "\nevent level skipped (more steps than --max-steps " << o.sim.max_steps << "):";
+    for (const auto& s : skipped) std::cout << " " << s << ";";
+    std::cout << "\n";
+  }
+  if (!unpacked.empty()) {
+    std::cout << "event level skipped (no packing above " << topo::kForestExactRanks
+              << " ranks: the closed form is the cut bound):";
+    for (const auto& s : unpacked) std::cout << " " << s << ";";
+    std::cout << "\n";
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -478,22 +510,7 @@ int main(int argc, char** argv) {
       std::cout << fmt::format("{:>7} {:>6} {:>7}{} {:>14} {:>14} {:>7} {:>11.1f}\n", r.gpus, r.nodes, r.algo,
                                r.chosen ? "*" : " ", us_text(r.closed_us), us_text(r.event_us), ratio, r.busbw());
     }
-    std::set<std::string> skipped, unpacked;
-    for (const Row& r : rows)
-      if (!r.event_note.empty() && o.event)
-        (r.algo == "forest" && r.gpus > topo::kForestExactRanks ? unpacked : skipped)
-            .insert(fmt::format("{} at {} GPUs", r.algo, r.gpus));
-    if (!skipped.empty()) {
-      std::cout << "\nevent level skipped (more steps than --max-steps " << o.sim.max_steps << "):";
-      for (const auto& s : skipped) std::cout << " " << s << ";";
-      std::cout << "\n";
-    }
-    if (!unpacked.empty()) {
-      std::cout << "event level skipped (no packing above " << topo::kForestExactRanks
-                << " ranks: the closed form is the cut bound):";
-      for (const auto& s : unpacked) std::cout << " " << s << ";";
-      std::cout << "\n";
-    }
+    print_event_notes(rows, o);
     if (!anchor_rows.empty()) {
       std::cout << "\nPublished anchors beside this model (built-in setups, the cost model's alpha):\n";
       for (const Anchor& a : anchor_rows)

@@ -20,6 +20,26 @@ weft::topo::NodeTopology load(const std::string& input) {
   return input.empty() ? weft::topo::load_topology() : weft::topo::load_topology_file(input);
 }
 
+// The predicted rows, fastest first, then the collective's rows without a prediction (said
+// plainly), each native row marked; then the best prediction's explanation.
+void print_candidates(const std::vector<weft::topo::PlanCandidate>& plans,
+                      const std::vector<const weft::Algorithm*>& unpredicted, weft::CollectiveKind coll, double ideal) {
+  const std::string collective(weft::collective_name(coll));
+  for (const auto& c : plans) {
+    const weft::Algorithm* row = weft::find_algorithm(c.plan.algorithm, coll);
+    std::cout << fmt::format("  {:<8} {:<20} {:>12.2f} us   {}{}\n", c.plan.algorithm, c.plan.name, c.predicted_us,
+                             ideal > 0 ? fmt::format("{:.2f}x the ideal {:.2f} us", c.predicted_us / ideal, ideal)
+                                       : std::string(),
+                             !row ? fmt::format("  (the model's only: {} has no such row)", collective)
+                             : row->native() ? std::string("  (native row)") : std::string());
+  }
+  for (const weft::Algorithm* a : unpredicted)
+    std::cout << fmt::format("  {:<8} {:<20} no prediction{}\n", a->id, a->name ? a->name : a->id,
+                             a->native() ? "  (native row)" : "");
+  if (!plans.empty()) std::cout << "\nBest predicted: " << plans.front().plan.explain();
+  else std::cout << "\nThe cost model predicts no algorithm of " << collective << ".\n";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -35,7 +55,7 @@ int main(int argc, char** argv) {
   plan->add_option("--nodes,-n", nodes, "number of nodes")->check(CLI::Range(1, 65536));
   plan->add_option("--ranks-per-node,-r", rpn, "ranks per node (default: one per GPU, else one per core, at least 2)")->check(CLI::Range(0, 4096));
   plan->add_option("--size,-s", size, "message size in bytes; suffixes K, M, G");
-  plan->add_option("--collective,-c", collective, "allreduce | reducescatter | allgather | broadcast | reduce");
+  plan->add_option("--collective,-c", collective, "allreduce | reducescatter | allgather | broadcast | reduce | alltoall | alltoallv | barrier");
   plan->add_option("--cost-model", cost_file, "cost model JSON overrides (default: WEFT_COST_MODEL)");
   plan->add_option("--input,-i", input, "hwloc or NCCL topology XML file");
   plan->add_flag("--json", json, "machine-readable output");
@@ -56,8 +76,11 @@ int main(int argc, char** argv) {
       else std::cout << weft::topo::format_matrix(s);
       return 0;
     }
-    auto coll = weft::parse_collective(collective);
-    if (!coll) weft::fail(weft::ErrorCode::kInvalidArgument, "unknown collective '{}'", collective);
+    auto coll = weft::parse_any_collective(collective);
+    if (!coll)
+      weft::fail(weft::ErrorCode::kInvalidArgument,
+                 "unknown collective '{}' (allreduce, reducescatter, allgather, broadcast, reduce, alltoall, barrier, alltoallv)",
+                 collective);
     const size_t bytes = parse_size(size);
     if (slice.empty())
       if (const char* env = std::getenv("WEFT_SLICE_BYTES"); env && *env) slice = env;
@@ -73,6 +96,16 @@ int main(int argc, char** argv) {
     if (host_cores >= 0) model.host.cores = host_cores;
     auto view = weft::topo::make_uniform_cluster(s, nodes, rpn);
     auto plans = weft::rank_plans(view, *coll, bytes, model, slice_bytes);
+    // What a job of this shape runs (WEFT_ALGO unset): a native row where one takes the call.
+    const weft::Algorithm* runs =
+        weft::runtime_choice(s, nodes, rpn, *coll, bytes, model, slice_bytes, weft::tool::env_direct_limits(model));
+    // The collective's rows without a prediction, said plainly.
+    std::vector<const weft::Algorithm*> unpredicted;
+    for (const weft::Algorithm* a : weft::algorithms_for(*coll)) {
+      bool predicted = false;
+      for (const auto& c : plans) predicted = predicted || c.plan.algorithm == a->id;
+      if (!predicted) unpredicted.push_back(a);
+    }
     if (json) {
       nlohmann::json j = nlohmann::json::array();
       for (const auto& c : plans) {
@@ -82,6 +115,7 @@ int main(int argc, char** argv) {
         for (const auto& r : c.plan.rails) rails.push_back({{"index", r.index}, {"ranks", r.ranks}, {"nics", r.nics}});
         j.push_back({{"algorithm", c.plan.name},
                      {"id", c.plan.algorithm},  // the table's id: what WEFT_ALGO takes
+                     {"native", weft::find_algorithm(c.plan.algorithm, *coll) && weft::find_algorithm(c.plan.algorithm, *coll)->native()},
                      {"predicted_us", c.predicted_us},
                      {"ideal_us", c.plan.ideal_us},
                      {"bottleneck_gbs", c.plan.bottleneck_gbs},
@@ -90,10 +124,13 @@ int main(int argc, char** argv) {
                      {"trees", trees},
                      {"reasons", c.plan.reasons}});
       }
+      nlohmann::json none = nlohmann::json::array();
+      for (const weft::Algorithm* a : unpredicted)
+        none.push_back({{"id", a->id}, {"algorithm", a->name ? a->name : a->id}, {"native", a->native()}});
       std::cout << nlohmann::json{{"nodes", nodes}, {"ranks_per_node", rpn}, {"bytes", bytes},
-                                  {"collective", collective}, {"candidates", j},
+                                  {"collective", collective}, {"candidates", j}, {"no_prediction", none},
                                   {"ideal_us", plans.empty() ? 0.0 : plans.front().plan.ideal_us},
-                                  {"weft_algorithm", weft::choose_algorithm(s, nodes, rpn, *coll, bytes, model, slice_bytes)}}.dump(2) << "\n";
+                                  {"weft_algorithm", runs ? runs->id : ""}}.dump(2) << "\n";
       return 0;
     }
     std::cout << fmt::format("{} nodes x {} ranks ({} GPUs per node{}), {} of {} bytes\n\n", nodes, rpn, s.num_gpus(),
@@ -103,13 +140,9 @@ int main(int argc, char** argv) {
                       ? "Predicted times (WEFT_ALGO id, name; fastest first; ideal: a reduce-scatter and an all-gather each at the worst cut's bound,\n"
                         "ForestColl's; schedules that overlap the two on full-duplex links can come in under it):\n"
                       : "Predicted times (WEFT_ALGO id, name; fastest first; ideal: the worst cut's bound on the transfer, which no schedule beats):\n");
-    for (const auto& c : plans)
-      std::cout << fmt::format("  {:<8} {:<20} {:>12.2f} us   {}\n", c.plan.algorithm, c.plan.name, c.predicted_us,
-                               ideal > 0 ? fmt::format("{:.2f}x the ideal {:.2f} us", c.predicted_us / ideal, ideal)
-                                         : std::string());
-    std::cout << "\nChosen: " << plans.front().plan.explain();
-    std::cout << "Weft algorithm (WEFT_ALGO unset): "
-              << weft::choose_algorithm(s, nodes, rpn, *coll, bytes, model, slice_bytes) << "\n";
+    print_candidates(plans, unpredicted, *coll, ideal);
+    std::cout << "Weft algorithm (WEFT_ALGO unset): " << (runs ? runs->id : "none")
+              << (runs && runs->native() ? " (a native row: it takes this call before any schedule)" : "") << "\n";
     for (size_t i = 1; i < plans.size(); ++i) {
       std::cout << "\nAlternative: " << fmt::format("{} ({}) {:.2f} us\n", plans[i].plan.algorithm, plans[i].plan.name,
                                                      plans[i].predicted_us);

@@ -47,13 +47,13 @@ std::pair<double, double> step_end() {
   return {step, exposed};
 }
 
-// weft_torch.empty_shared(group, numel, dtype) (through _empty_shared): weftMemAlloc on a weft group, as a 1-D CPU tensor
+// weft_torch.empty_window(group, numel, dtype) (through _empty_window): weftMemAlloc on a weft group, as a 1-D CPU tensor
 // of zeros; the memory goes back (weftMemFree) when the last tensor viewing it dies.
-at::Tensor empty_shared(const c10::intrusive_ptr<c10d::ProcessGroup>& group, int64_t numel, const at::Tensor& like) {
+at::Tensor empty_window(const c10::intrusive_ptr<c10d::ProcessGroup>& group, int64_t numel, const at::Tensor& like) {
   const at::ScalarType dtype = like.scalar_type();
   auto* pg = dynamic_cast<weft::torch_backend::ProcessGroupWeft*>(group.get());
-  TORCH_CHECK(pg, "weft: empty_shared takes a group of the weft backend (got ", group ? group->getBackendName() : "None", ")");
-  TORCH_CHECK(numel > 0, "weft: empty_shared: numel must be positive (got ", numel, ")");
+  TORCH_CHECK(pg, "weft: empty_window takes a group of the weft backend (got ", group ? group->getBackendName() : "None", ")");
+  TORCH_CHECK(numel > 0, "weft: empty_window: numel must be positive (got ", numel, ")");
   std::shared_ptr<weft::Communicator> comm = pg->communicator();
   void* p = nullptr;
   try {
@@ -130,7 +130,7 @@ PYBIND11_MODULE(_weft_torch, m) {
         "('' when WEFT_TRACE_BUFFER=0 or it could not be written).");
   m.def("step_end", &step_end, py::call_guard<py::gil_scoped_release>(),
         "Marks the end of a training step: returns (step seconds, exposed sync seconds) and feeds the metrics.");
-  m.def("_empty_shared", &empty_shared, py::arg("group"), py::arg("numel"), py::arg("like"),
+  m.def("_empty_window", &empty_window, py::arg("group"), py::arg("numel"), py::arg("like"),
         py::call_guard<py::gil_scoped_release>(),
         "weftMemAlloc on a weft group (collective: every rank, same numel and dtype, that of `like`): a 1-D tensor of zeros "
         "in memory every rank of the node maps; all-reduces whose tensors are such on every rank run without copies.");

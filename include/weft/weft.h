@@ -77,9 +77,12 @@ typedef enum {
 /// every rank must pass the same level (weftInvalidArgument for an unknown one).
 WEFT_API weftResult_t weftCommSplitLevel(weftComm_t comm, weftLevel_t level, weftComm_t* newcomm);
 /// Forces the algorithm of the collectives submitted on comm after this call, as WEFT_ALGO does
-/// for the whole process: "ring", "tree", "rhd", "hier", "chain", "binomial", ... (docs/ALGORITHMS.md);
-/// a collective that has no such algorithm uses its automatic choice. NULL or "" restores the
-/// automatic choice. weftInvalidArgument for an unknown name. Not collective, but every rank must
+/// for the whole process: any row of the algorithm table, "ring", "tree", "rhd", "hier", "chain",
+/// "binomial", "direct", "pieces", "window", ... (docs/ALGORITHMS.md), for every collective that has
+/// it; or per collective and size range, "allreduce:0-32K:direct,32K-:ring;broadcast:chain" (sizes
+/// count x type size; the sizes and collectives not named keep the automatic choice). A native row
+/// that cannot take a call (too large, no windows) leaves it to the automatic choice. NULL or ""
+/// restores the automatic choice. weftInvalidArgument naming the problem for a bad spec. Not collective, but every rank must
 /// set the same algorithm before the same call (as for the call's arguments). Communicators split
 /// from comm afterwards start with it.
 WEFT_API weftResult_t weftCommSetAlgorithm(weftComm_t comm, const char* algorithm);
@@ -111,8 +114,9 @@ WEFT_API weftResult_t weftCommAbort(weftComm_t comm);
 /// a job's dumps). Not collective. weftInvalidUsage when the recorder is off (WEFT_TRACE_BUFFER=0),
 /// weftSystemError when the file cannot be written.
 WEFT_API weftResult_t weftCommDump(weftComm_t comm);
-/// *algorithm: the algorithm that ran comm's last operation ("direct" for the shared-memory latency
-/// path, "ring", "tree", "rhd", "hier", ... docs/ALGORITHMS.md, "p2p", "nccl"; "" before the first).
+/// *algorithm: the algorithm that ran comm's last operation, an algorithm table id (the native rows
+/// "direct", "pieces", "window" of the shared-memory latency path; "ring", "tree", "rhd", "hier", ...
+/// docs/ALGORITHMS.md), "p2p", "nccl"; "" before the first.
 /// A static string. Not synchronised with operations still running on another thread.
 WEFT_API weftResult_t weftCommLastAlgorithm(weftComm_t comm, const char** algorithm);
 /// Allocates `bytes` of host memory for comm's collectives. Collective: every rank of comm calls it,
@@ -120,11 +124,11 @@ WEFT_API weftResult_t weftCommLastAlgorithm(weftComm_t comm, const char** algori
 /// buffer is this rank's region of a segment every rank of the node maps, and an all-reduce whose
 /// buffers are such on every rank runs without copies: each rank reduces its share straight from
 /// the others' buffers into all of them (MPI_Win_allocate_shared and NCCL's registered buffers in
-/// spirit; docs/ARCHITECTURE.md, "Shared buffers"). Otherwise plain memory. Contents start at zero.
+/// spirit; docs/ARCHITECTURE.md, "Windows"). Otherwise plain memory. Contents start at zero.
 /// weftInvalidUsage for 0 bytes or unequal sizes (on every rank); weftSystemError when shared memory
 /// runs out. Free it with weftMemFree on the same communicator before destroying it.
 WEFT_API weftResult_t weftMemAlloc(weftComm_t comm, size_t bytes, void** ptr);
-/// Frees what weftMemAlloc returned (not collective: the peers' views of a shared buffer stay
+/// Frees what weftMemAlloc returned (not collective: the peers' views of a window stay
 /// valid until they free theirs). NULL is ignored; weftInvalidUsage for any other pointer.
 WEFT_API weftResult_t weftMemFree(weftComm_t comm, void* ptr);
 /// Destroys comm, waiting for its operations; the handle is invalid afterwards.

@@ -28,6 +28,16 @@ inline std::optional<CollectiveKind> parse_collective(std::string_view name) {
   return std::nullopt;
 }
 
+// Every collective by name (allreduce .. alltoallv, not send or recv): WEFT_ALGO's sections,
+// weft-topo plan.
+inline std::optional<CollectiveKind> parse_any_collective(std::string_view name) {
+  for (int i = 0; i < kNumCollectiveKinds; ++i) {
+    const auto k = static_cast<CollectiveKind>(i);
+    if (k != CollectiveKind::kSend && k != CollectiveKind::kRecv && name == collective_name(k)) return k;
+  }
+  return std::nullopt;
+}
+
 // Weft's schedules cut every block into slices of at most this many bytes, one message each
 // (AlgoOptions::slice_bytes, WEFT_SLICE_BYTES); the cost model's predictions assume the same.
 inline constexpr uint64_t kDefaultSliceBytes = 512 * 1024;

@@ -15,34 +15,14 @@ namespace weft {
 AlgorithmChoice::AlgorithmChoice(CommConfig& config, const Membership& members) : config_(config), m_(members) {}
 AlgorithmChoice::~AlgorithmChoice() = default;
 
-void AlgorithmChoice::check_id(const std::string& id, const char* what) {
-  if (id.empty()) return;
-  std::string ids;
-  for (const auto& a : algorithm_table()) {
-    if (id == a.id) return;
-    if ((", " + ids).find(", " + std::string(a.id) + ", ") == std::string::npos) ids += std::string(a.id) + ", ";
-  }
-  ids.resize(ids.size() - 2);
-  fail(ErrorCode::kInvalidArgument, "unknown algorithm '{}' in {} (known: {}; empty for the automatic choice)", id, what, ids);
-}
-
-std::string AlgorithmChoice::applies_to(const std::string& id) {
-  std::string out;
-  for (int k = 0; k < kNumCollectiveKinds; ++k) {
-    const auto kind = static_cast<CollectiveKind>(k);
-    if (kind == CollectiveKind::kSend || kind == CollectiveKind::kRecv) continue;
-    if (applies(id, kind)) out += (out.empty() ? "" : ", ") + std::string(collective_name(kind));
-  }
-  return out;
-}
-
-std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveArgs& a, const std::string& algo_id) {
+std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveArgs& a, const Algorithm* forced) {
+  if (forced && forced->native()) forced = nullptr;  // a native row that did not run: the automatic schedule
   // An all-to-all with unequal splits is not cached: its counts are the key, and they change from
   // call to call (a mixture of experts' routing); its schedule is n-1 sends and receives, cheap to
   // build each time.
   const bool cached = a.kind != CollectiveKind::kAllToAllv;
   auto key = std::make_tuple(static_cast<int>(a.kind), a.count, static_cast<int>(a.dtype), static_cast<int>(a.op), a.root,
-                             a.in_place, algo_id);
+                             a.in_place, forced);
   if (cached) {
     auto it = schedules_.find(key);
     if (it != schedules_.end()) return it->second;
@@ -57,11 +37,7 @@ std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveAr
   if (a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) {
     s = build_p2p_schedule(a, m_.rank, m_.size);
   } else {
-    const Algorithm* algo = nullptr;
-    if (!algo_id.empty()) {
-      algo = find_algorithm(algo_id, a.kind);
-      if (!algo) WEFT_LOG_DEBUG("algorithm '{}' does not implement {}; using the default", algo_id, collective_name(a.kind));
-    }
+    const Algorithm* algo = forced;
     const bool modelled = a.kind == CollectiveKind::kAllReduce || a.kind == CollectiveKind::kReduceScatter ||
                           a.kind == CollectiveKind::kAllGather;
     if (!algo && modelled && m_.num_nodes > 1) {
@@ -86,7 +62,7 @@ void AlgorithmChoice::set_deterministic(bool on) {
   schedules_.clear();
 }
 
-std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string& algo_id, const char* chosen,
+std::string AlgorithmChoice::explain(const CollectiveArgs& a, const Algorithm* forced, const char* chosen,
                                      double* predicted_us) {
   *predicted_us = -1;
   const std::string c = chosen ? chosen : "";
@@ -94,11 +70,14 @@ std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string&
                         a.kind == CollectiveKind::kAllGather;
   const uint64_t per = a.kind == CollectiveKind::kAllReduce || !modelled ? 1 : static_cast<uint64_t>(m_.size);
   const uint64_t bytes = a.count * dtype_size(a.dtype) * per;
+  const Algorithm* row = find_algorithm(c, a.kind);
   std::string why;
-  if (c == "direct") why = "the shared-memory latency path (every rank on this node, at most WEFT_DIRECT_BYTES)";
-  else if (c == "shared") why = "every rank's buffers are weftMemAlloc memory: each rank reduces its share from all of them, no copies";
-  else if (c == "det") return deterministic_explanation(a.kind, algo_id);
-  else if (!algo_id.empty() && c == algo_id) why = fmt::format("forced by WEFT_ALGO / weftCommSetAlgorithm ('{}')", algo_id);
+  if (c == "det") return deterministic_explanation(a.kind, forced ? forced->id : "");
+  else if (forced && c == forced->id) why = fmt::format("forced by WEFT_ALGO / weftCommSetAlgorithm ('{}')", forced->id);
+  else if (row && row->native())
+    why = fmt::format("native row '{}' ({}) of the shared-memory latency path took it: the first native row whose eligibility "
+                      "agrees, tried before any schedule (WEFT_DIRECT_BYTES, WEFT_DIRECT_PIECE_BYTES, weftMemAlloc windows)",
+                      row->id, row->name);
   else if (modelled && m_.num_nodes > 1) why = "the cost model's fastest across nodes (weft-topo plan)";
   else why = fmt::format("the measured crossover for {} ranks on {} node(s) (docs/ALGORITHMS.md)", m_.size, m_.num_nodes);
   if (!modelled || m_.size < 2) return why;

@@ -23,24 +23,17 @@ class AlgorithmChoice {
  public:
   AlgorithmChoice(CommConfig& config, const Membership& members);
   ~AlgorithmChoice();
-  // kInvalidArgument naming the known ids unless `id` is "" (automatic) or an algorithm's id.
-  static void check_id(const std::string& id, const char* what);
-  // Whether the algorithm id (WEFT_ALGO, weftCommSetAlgorithm) has a row for this collective: an
-  // override applies only to the collectives it names; the others keep the automatic choice.
-  static bool applies(const std::string& id, CollectiveKind kind) { return !id.empty() && find_algorithm(id, kind); }
-  // The collectives that id applies to, for the log ("allreduce, broadcast").
-  static std::string applies_to(const std::string& id);
-  // The schedule of `a` under algorithm `algo_id` ("" = automatic).
+  // The schedule of `a`: the forced row's where it is a schedule row, else the automatic choice.
   // Shared: a schedule in flight keeps its own even if the cache is cleared meanwhile.
-  std::shared_ptr<const Schedule> schedule_for(const CollectiveArgs& a, const std::string& algo_id);
-  // Why `chosen` ran `a` (logged for the first call of each collective and size class at
-  // WEFT_LOG_LEVEL=info): the user's choice, the latency path, the cost model's choice across
-  // nodes or the measured crossovers, with the model's predicted times of the candidates.
-  // *predicted_us: the chosen algorithm's prediction, -1 where the model has none.
+  std::shared_ptr<const Schedule> schedule_for(const CollectiveArgs& a, const Algorithm* forced);
   // Deterministic mode (docs/DETERMINISM.md) on or off for the schedules built from now on (the
   // communicator's config changes with it); forgets the cached schedules.
   void set_deterministic(bool on);
-  std::string explain(const CollectiveArgs& a, const std::string& algo_id, const char* chosen, double* predicted_us);
+  // Why `chosen` ran `a` (logged for the first call of each collective and size class at
+  // WEFT_LOG_LEVEL=info): the user's choice, a native row that took it, the cost model's choice
+  // across nodes or the measured crossovers, with the model's predicted times of the candidates.
+  // *predicted_us: the chosen algorithm's prediction, -1 where the model has none.
+  std::string explain(const CollectiveArgs& a, const Algorithm* forced, const char* chosen, double* predicted_us);
 
  private:
   const Algorithm* planned(CollectiveKind kind, uint64_t bytes);
@@ -54,7 +47,7 @@ class AlgorithmChoice {
 
   CommConfig& config_;  // the communicator's
   const Membership& m_;
-  std::map<std::tuple<int, uint64_t, int, int, int, bool, std::string>, std::shared_ptr<const Schedule>> schedules_;
+  std::map<std::tuple<int, uint64_t, int, int, int, bool, const Algorithm*>, std::shared_ptr<const Schedule>> schedules_;
   std::map<std::pair<int, uint64_t>, std::string> planned_;  // cost model's choice per (kind, bytes)
   std::unique_ptr<topo::NodeSummary> node_summary_;          // this node's topology, for the cost model
   std::vector<int> ring_;

@@ -7,7 +7,9 @@
 #include <thread>
 
 #include "runtime/base/log.h"
+#include "runtime/comm/algorithm_log.h"
 #include "runtime/comm/arguments.h"
+#include "runtime/comm/native_rows.h"
 #include "runtime/transport/inproc/inproc_transport.h"
 #include "runtime/transport/shm/shm_direct.h"
 #include "runtime/trace/telemetry.h"
@@ -30,22 +32,21 @@ Communicator::Communicator(CommInit init)
       transport_(make_transport(init_.transport, init_.fabric, store_, members_, config_)),
       failures_(store_, members_.rank, members_.size),
       algorithms_(config_, members_),
-      queue_(std::make_unique<OperationQueue>(members_.rank, members_.size, config_.algo, engine())) {
+      queue_(std::make_unique<OperationQueue>(members_.rank, members_.size, AlgorithmSpec::parse(config_.algo, "WEFT_ALGO"),
+                                              engine())) {
   failures_.arm_death_notice();  // if this process dies, the store tells the others
   // The latency path: all ranks on this node over Weft's shared memory (not thread-ranks, not
   // WEFT_TRANSPORT=ucx), unless WEFT_DIRECT_BYTES=0.
-  // Where ranks outnumber cores, every round of a scheduled algorithm waits for a core, so the
-  // direct path (one round) pays off up to larger sizes (docs/PERFORMANCE.md, "Latency path").
+  // Its sizes (direct_limits): where ranks outnumber cores, larger calls in one round and
+  // all-reduces of any size in pieces (docs/PERFORMANCE.md, "Latency path").
   const bool oversubscribed = members_.host_cores > 0 && members_.host_ranks > members_.host_cores;
-  const int64_t direct_bytes = config_.direct_bytes >= 0 ? config_.direct_bytes : oversubscribed ? 256 << 10 : 32 << 10;
-  // Oversubscribed, larger all-reduces too, in pieces of two rounds each: 2 waits per 256 KiB
-  // instead of a ring's 2(n-1) per slice; 2-5x the scheduled ring's bus bandwidth at 1 and 64 MiB
-  // with 3, 4 and 8 ranks on 2 cores, but slower at 1 MiB with 2 ranks on 2 (docs/PERFORMANCE.md).
-  const int64_t piece_bytes = config_.direct_piece_bytes >= 0 ? config_.direct_piece_bytes : oversubscribed ? 256 << 10 : 0;
-  if (members_.num_nodes == 1 && size() > 1 && direct_bytes > 0 && std::string(transport_->name()) == "shm") {
-    direct_ = std::make_unique<ShmDirect>(*store_, rank(), size(), static_cast<uint64_t>(direct_bytes),
-                                          static_cast<uint64_t>(piece_bytes), oversubscribed, config_.spin, config_.timeout);
+  shape_.limits = direct_limits(config_.direct_bytes, config_.direct_piece_bytes, oversubscribed);
+  shape_.nranks = size();
+  if (members_.num_nodes == 1 && size() > 1 && shape_.limits.one_round > 0 && std::string(transport_->name()) == "shm") {
+    direct_ = std::make_unique<ShmDirect>(*store_, rank(), size(), shape_.limits, oversubscribed, config_.spin, config_.timeout);
+    shape_.node_memory = true;
   }
+  natives_ = std::make_unique<NativeRows>(direct_.get());
   if (init_.name.empty()) init_.name = init_.world ? "world" : "comm";
   TelemetryInit ti;
   ti.name = init_.name;
@@ -62,11 +63,15 @@ Communicator::Communicator(CommInit init)
   recorder_ = telemetry_->recorder();
   metrics_ = telemetry_->metrics();
   queue_->set_recorder(recorder_);
+  algorithm_log_ = std::make_unique<AlgorithmLog>(algorithms_, *telemetry_, init_.name, rank(), size());
+  for (CallObserver* o : {static_cast<CallObserver*>(recorder_), static_cast<CallObserver*>(metrics_),
+                          static_cast<CallObserver*>(algorithm_log_.get())})
+    if (o) observers_.push_back(o);
   WEFT_LOG_INFO("communicator ready: rank {}/{} node {}/{} local {}/{} transport {}", rank(), size(), node(), num_nodes(),
                 local_rank(), local_size(), transport_->name());
   if (!config_.algo.empty())
-    WEFT_LOG_INFO("WEFT_ALGO={} forced for {}; the other collectives keep the automatic choice", config_.algo,
-                  AlgorithmChoice::applies_to(config_.algo));
+    WEFT_LOG_INFO("WEFT_ALGO={} forced for {}; the other collectives and sizes keep the automatic choice", config_.algo,
+                  AlgorithmSpec::parse(config_.algo, "WEFT_ALGO").describe());
 }
 
 std::shared_ptr<Communicator> Communicator::create(CommInit init) {
@@ -74,7 +79,7 @@ std::shared_ptr<Communicator> Communicator::create(CommInit init) {
   if (init.size < 1 || init.rank < 0 || init.rank >= init.size) {
     fail(ErrorCode::kInvalidArgument, "communicator: rank {} is not in a world of {}", init.rank, init.size);
   }
-  AlgorithmChoice::check_id(init.config.algo, "WEFT_ALGO");
+  AlgorithmSpec::parse(init.config.algo, "WEFT_ALGO");  // a bad spec: kInvalidArgument naming the problem
   set_log_rank(init.rank);
   return std::shared_ptr<Communicator>(new Communicator(std::move(init)));
 }
@@ -86,7 +91,6 @@ Engine Communicator::engine() {
   e.poll = [this] { return transport_->progress(); };
   e.sleep = [this](Clock::time_point until) { transport_->wait_for_event(until); };
   e.wake = [this] { transport_->interrupt(); };
-  e.applies = &AlgorithmChoice::applies;
   e.match_any = [this](const Operation&, const std::function<uint16_t(int)>& next_seq) {
     for (int p = 0; p < size(); ++p) {
       if (p == rank()) continue;
@@ -198,10 +202,10 @@ std::shared_ptr<Communicator> Communicator::split(int color, int key) {
 
 void Communicator::set_algorithm(const std::string& id) {
   if (shrunk()) fail_shrunk("weftCommSetAlgorithm");
-  AlgorithmChoice::check_id(id, "weftCommSetAlgorithm");
-  if (!id.empty())
-    WEFT_LOG_INFO("algorithm '{}' forced for {}; the other collectives keep the automatic choice", id, AlgorithmChoice::applies_to(id));
-  queue_->set_algorithm(id);
+  AlgorithmSpec spec = AlgorithmSpec::parse(id, "weftCommSetAlgorithm");
+  if (!spec.empty())
+    WEFT_LOG_INFO("algorithm '{}' forced for {}; the other collectives and sizes keep the automatic choice", id, spec.describe());
+  queue_->set_algorithm(std::move(spec));
 }
 
 void Communicator::set_deterministic(bool on) {

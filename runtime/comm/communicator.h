@@ -30,6 +30,9 @@ namespace weft {
 
 class InprocFabric;
 class ShmDirect;
+class NativeRows;
+class AlgorithmLog;
+class CallObserver;
 class Telemetry;
 class FlightRecorder;
 class CommMetrics;
@@ -156,38 +159,45 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // call on an idle communicator); `others` drives the operations in flight while it waits.
   void execute(const std::shared_ptr<Operation>& w, const std::function<bool()>& others);
   // The progress engine's start of w: a schedule goes in flight (ScheduledOp, dispatch.cc);
-  // false for the paths that run alone (latency path, node-shared buffers, NCCL).
+  // false for the paths that run alone (latency path, windows (weftMemAlloc), NCCL).
   bool begin(const std::shared_ptr<Operation>& w, std::unique_ptr<InFlight>& out);
   class ScheduledOp;
   friend class ScheduledOp;
   // Scratch for the schedules in flight, one pool each, reused.
   std::unique_ptr<ScratchPool> take_scratch();
   void give_scratch(std::unique_ptr<ScratchPool> s);
-  // The latency path for call number seq (ShmDirect). start: when the call started, or zero.
-  // Returns the call's start: `start`, or when zero the time its first wait set (zero: it never waited).
-  // Runs a call on the shared-memory path; returns when its waiting began (zero if it never
-  // waited). window: an all-reduce over node-shared buffers (ShmDirect::all_reduce_window); `ran`
-  // is false when some rank's buffers were not such (nothing ran: run the schedule).
-  std::chrono::steady_clock::time_point run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
-                                                   uint64_t record, std::chrono::steady_clock::time_point start,
-                                                   const std::function<bool()>& others, bool window = false,
-                                                   bool* ran = nullptr);
-  // A call that succeeded, started at t0 and ended at t1: the flight recorder's record, metrics
-  // and the algorithm log. forced: the algorithm the call was stamped with ("" = automatic).
-  void observe(const CollectiveArgs& a, const std::string& forced, uint64_t seq, uint64_t record,
+  // One host call on its way through the dispatcher (the inline path has no Operation).
+  struct Call {
+    const CollectiveArgs& args;
+    const void* send;
+    void* recv;
+    uint64_t seq, record;
+    uint16_t tag_seq;
+    const Algorithm* forced;  // WEFT_ALGO / weftCommSetAlgorithm's row for it, or nullptr
+    std::chrono::steady_clock::time_point start;  // zero on the inline path until a wait reads the clock
+    const std::function<bool()>& others;          // drives the operations in flight while it waits
+  };
+  // The native rows that take a call, in the order they are tried (native_chain over this
+  // communicator's CallShape); empty: a schedule runs it.
+  Chain chain(const CollectiveArgs& a, const Algorithm* forced, uint32_t windows) const;
+  // Runs the chain's rows in turn, then the schedule if every row declined; returns when the call
+  // started as far as timing goes (zero: a native row that never waited, on the inline path).
+  std::chrono::steady_clock::time_point run_host(const Call& call, const Chain& rows);
+  // One native row (NativeRows): when its waiting began (zero if it never waited), or nullopt when
+  // it declined, having run nothing.
+  std::optional<std::chrono::steady_clock::time_point> run_native(const Algorithm& row, const Call& call);
+  // A call that succeeded, started at t0 and ended at t1: tells every observer (the flight
+  // recorder, the metrics, the algorithm log). forced: the algorithm the call was stamped with ("" = automatic).
+  void observe(const CollectiveArgs& a, const Algorithm* forced, uint64_t seq, uint64_t record,
                std::chrono::steady_clock::time_point t0, std::chrono::steady_clock::time_point t1);
   // Stops the queue (after what it holds), releases NCCL, the direct path and the transport, and
   // withdraws this rank's death notice: destroy() and a successful shrink.
   void release();
-  void run_host(Operation& w, std::chrono::steady_clock::time_point t0, const std::function<bool()>& others);
   // The NCCL path: creates the NCCL communicator on first use, runs w on it; a device all-reduce
   // across nodes with WEFT_GPU_HIERARCHICAL=1 takes the hierarchical path instead.
   void run_device(Operation& w, std::chrono::steady_clock::time_point t0);
   // The hierarchical path's node NCCL communicator and rail (collective over every rank).
   std::shared_ptr<nccl::Hierarchical> make_hierarchical(int device, const nccl::WaitCtl& ctl);
-  // WEFT_LOG_LEVEL=info: the algorithm of the first call of each collective and size class and
-  // why, then its measured time against the cost model's prediction (docs/OBSERVABILITY.md).
-  void log_algorithm(const CollectiveArgs& a, const std::string& forced, uint64_t seq, double us);
 
   CommInit init_;
   CommConfig config_;
@@ -195,6 +205,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   Membership members_;
   std::unique_ptr<Transport> transport_;
   std::unique_ptr<ShmDirect> direct_;  // the latency path, when every rank shares this node's memory
+  std::unique_ptr<NativeRows> natives_;  // the table's native rows, bound to direct_
+  CallShape shape_;                      // what native rows' eligibility sees, but the call's own fields
   FailureWatch failures_;
   AlgorithmChoice algorithms_;
   Executor executor_;
@@ -238,6 +250,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   FlightRecorder* recorder_ = nullptr;  // telemetry_'s, or nullptr (WEFT_TRACE_BUFFER=0)
   std::atomic<const char*> last_algorithm_{nullptr};
   CommMetrics* metrics_ = nullptr;  // telemetry_'s, or nullptr (no WEFT_METRICS_PORT / WEFT_METRICS_FILE)
+  std::unique_ptr<AlgorithmLog> algorithm_log_;  // WEFT_LOG_LEVEL=info (runtime/comm/algorithm_log.h)
+  // Told of every call that ended well (observe): the flight recorder and the metrics where they
+  // are on, and the algorithm log.
+  std::vector<CallObserver*> observers_;
 };
 
 }  // namespace weft

@@ -1,6 +1,6 @@
 // The dispatcher: one call from admission to its end. admit (arguments, the communicator's
-// state) -> choose (the latency path, node-shared buffers, NCCL, or a schedule of the algorithm
-// table) -> run (inline on the caller's thread when the communicator is idle and the call is
+// state) -> choose (NCCL for device buffers; else the fallback chain: the algorithm table's native
+// rows whose eligibility takes the call, in table order, then a schedule row) -> run (inline on the caller's thread when the communicator is idle and the call is
 // blocking; else on the progress thread: schedules in flight beside others (ScheduledOp), the
 // other paths there and then) -> observe (flight recorder, metrics, the algorithm log).
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include "runtime/base/log.h"
 #include "runtime/comm/arguments.h"
 #include "runtime/comm/communicator.h"
+#include "runtime/comm/native_rows.h"
 #include "runtime/transport/shm/shm_direct.h"
 #include "runtime/trace/telemetry.h"
 #include "weft/config.h"
@@ -21,6 +22,8 @@ namespace weft {
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+const std::function<bool()> kNoOthers;  // the inline path: nothing else in flight
 
 // Runs body; an error becomes the code and message the call reports. An argument error leaves
 // nothing in flight; anything else may have, so the communicator is broken and the other ranks
@@ -84,27 +87,47 @@ void Communicator::run(const CollectiveArgs& args_in, const void* send, void* re
   bool on_stream = false;
   int device = -1;
   const CollectiveArgs args = admit(args_in, send, recv, SubmitMode::kBlocking, nullptr, on_stream, device);
-  if (device < 0 && direct_ && direct_->handles(args) && !direct_->prefers_window(args, direct_->windows_allocated())) {
+  if (device < 0 && direct_) {
+    // Idle queue and a native row takes the call: it runs here (the queue numbers it), the rows of
+    // its chain in turn, then the schedule if every row declined. Metrics and the algorithm log
+    // time the call. The flight recorder alone (on by default) reads no clock: a call that
+    // finishes within its first polls is recorded untimed (two clock reads would cost 0.09 us of
+    // a 0.5 us call here); one that waits gets its start from the wait and its end from one more read.
+    const uint32_t windows = direct_->windows_allocated();
+    Chain rows;
     std::pair<ErrorCode, std::string> result;
-    // Idle queue and the automatic algorithm: the call runs here (the queue numbers it).
-    // Metrics and the algorithm log time the call. The flight recorder alone (on by default)
-    // reads no clock: a call that finishes within its first polls is recorded untimed (two clock
-    // reads would cost 0.09 us of a 0.5 us call here); one that waits gets its start from the wait
-    // and its end from one more read.
-    const bool ran = queue_->run_inline(args.kind, [&](uint64_t seq, uint64_t record) {
-      FlightRecorder* const rec = recorder_;
-      const bool timed = metrics_ || log_level() >= LogLevel::kInfo;
-      const Clock::time_point t0 = timed ? Clock::now() : Clock::time_point{};
-      if (rec) rec->started(record, seq, args, t0, false);
-      Clock::time_point start = t0;
-      result = guarded_call(failures_, args, seq, [&] { start = run_direct(args, send, recv, seq, record, t0, {}); });
-      if (result.first != ErrorCode::kSuccess)
-        result.second = record_failure(telemetry_.get(), rec, record, args.kind, result.first, std::move(result.second));
-      else if (timed || start != Clock::time_point{})
-        observe(args, {}, seq, record, start, Clock::now());
-      else if (rec)
-        rec->finished(record, Clock::time_point{}, 0);
-    });
+    const bool ran = queue_->run_inline(
+        args.kind, args.count * dtype_size(args.dtype),
+        [&](const Algorithm* forced) {
+          rows = chain(args, forced, windows);
+          return rows.size > 0;
+        },
+        [&](uint64_t seq, uint64_t record, const Algorithm* forced) {
+          FlightRecorder* const rec = recorder_;
+          const bool timed = metrics_ || log_level() >= LogLevel::kInfo;
+          const Clock::time_point t0 = timed ? Clock::now() : Clock::time_point{};
+          if (rec) rec->started(record, seq, args, t0, false);
+          const Call call{args, send, recv, seq, record, static_cast<uint16_t>(seq & 0x7fffu), forced, t0, kNoOthers};
+          Clock::time_point start = t0;
+          result = guarded_call(failures_, args, seq, [&] {
+            // The chain's first row straight away (the latency path's one row, as a rule), the
+            // rest of the chain only if it declined.
+            const std::optional<Clock::time_point> first = run_native(*rows.rows[0], call);
+            if (first) {
+              start = *first;
+              return;
+            }
+            Chain rest;
+            for (int i = 1; i < rows.size; ++i) rest.add(rows.rows[i]);
+            start = run_host(call, rest);
+          });
+          if (result.first != ErrorCode::kSuccess)
+            result.second = record_failure(telemetry_.get(), rec, record, args.kind, result.first, std::move(result.second));
+          else if (timed || start != Clock::time_point{})
+            observe(args, forced, seq, record, start, Clock::now());
+          else if (rec)
+            rec->finished(record, Clock::time_point{}, 0);
+        });
     if (ran) {
       if (result.first != ErrorCode::kSuccess) throw Error(result.first, result.second);
       return;
@@ -174,41 +197,44 @@ void Communicator::execute(const std::shared_ptr<Operation>& w, const std::funct
       last_algorithm_.store("nccl", std::memory_order_relaxed);
       run_device(*w, t0);
     } else {
-      run_host(*w, t0, others);
+      const Call call{a, w->send_, w->recv_, w->seq_, w->record_, w->tag_seq_, w->forced_, t0, others};
+      run_host(call, chain(a, w->forced_, w->windows_));
     }
   });
   if (code == ErrorCode::kSuccess) {
     const auto t1 = Clock::now();
-    observe(a, w->algo_, w->seq_, w->record_, t0, t1);
+    observe(a, w->forced_, w->seq_, w->record_, t0, t1);
     w->finish(ErrorCode::kSuccess, {}, t1);
   } else {
     w->finish(code, record_failure(telemetry_.get(), rec, w->record_, a.kind, code, std::move(why)));
   }
 }
 
-void Communicator::observe(const CollectiveArgs& a, const std::string& forced, uint64_t seq, uint64_t record,
+void Communicator::observe(const CollectiveArgs& a, const Algorithm* forced, uint64_t seq, uint64_t record,
                            Clock::time_point t0, Clock::time_point t1) {
-  if (recorder_) recorder_->finished(record, t1, 0);
-  if (metrics_) {
-    const bool per_rank = a.kind == CollectiveKind::kReduceScatter || a.kind == CollectiveKind::kAllGather ||
-                          a.kind == CollectiveKind::kAllToAll;
-    metrics_->observe(a.kind, last_algorithm(), a.count * dtype_size(a.dtype) * (per_rank ? size() : 1),
-                      std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
-  }
-  if (log_level() >= LogLevel::kInfo) log_algorithm(a, forced, seq, std::chrono::duration<double, std::micro>(t1 - t0).count());
+  const CallEnd end{a, last_algorithm(), forced, seq, record, size(), t0, t1};
+  for (CallObserver* o : observers_) o->call_ended(end);
 }
 
-Clock::time_point Communicator::run_direct(const CollectiveArgs& a, const void* send, void* recv, uint64_t seq,
-                                           uint64_t record, Clock::time_point start, const std::function<bool()>& others,
-                                           bool window, bool* ran) {
+Chain Communicator::chain(const CollectiveArgs& a, const Algorithm* forced, uint32_t windows) const {
+  if (!direct_) return {};
+  CallShape s = shape_;
+  s.kind = a.kind;
+  s.bytes = a.count * dtype_size(a.dtype);
+  s.windows = windows;
+  return native_chain(s, forced);
+}
+
+std::optional<Clock::time_point> Communicator::run_native(const Algorithm& row, const Call& call) {
+  const CollectiveArgs& a = call.args;
   if (failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
   DirectContext ctx;
-  ctx.start = start;
+  ctx.start = call.start;
   ctx.timeout = config_.timeout;
   ctx.abort = &failures_.abort_flag();
   ctx.signature = call_signature(a);
   ctx.transport = transport_.get();
-  ctx.others = others;
+  ctx.others = call.others;
   // The watchdog's mismatch check starts after a second of waiting (SignatureCheck), so it is
   // made only when the watchdog first runs. One pointer captured: no allocation per call.
   struct Watch {
@@ -217,92 +243,54 @@ Clock::time_point Communicator::run_direct(const CollectiveArgs& a, const void* 
     const DirectContext& ctx;
     uint64_t seq;
     std::optional<FailureWatch::SignatureCheck> check;
-  } watch{failures_, a, ctx, seq, std::nullopt};
+  } watch{failures_, a, ctx, call.seq, std::nullopt};
   ctx.watchdog = [w = &watch] {
     if (!w->check) w->check.emplace(w->failures, w->seq, w->ctx.signature, true, w->ctx.start);
     (*w->check)();
   };
   ctx.describe = [w = &watch] { return describe_call(w->a, w->seq); };
-  static constexpr const char* kDirect = "direct";
-  static constexpr const char* kShared = "shared";
-  const char* algo = window ? kShared : kDirect;
-  last_algorithm_.store(algo, std::memory_order_relaxed);
+  last_algorithm_.store(row.id, std::memory_order_relaxed);
   if (recorder_) {
-    recorder_->algorithm(record, algo);
-    ctx.wait = recorder_->wait_note(record);
-    if (start == Clock::time_point{}) ctx.record_start = recorder_->start_field(record);
+    recorder_->algorithm(call.record, row.id);
+    ctx.wait = recorder_->wait_note(call.record);
+    if (call.start == Clock::time_point{}) ctx.record_start = recorder_->start_field(call.record);
   }
-  if (window) {
-    *ran = direct_->all_reduce_window(a, send, recv, ctx);
-    if (!*ran) last_algorithm_.store("", std::memory_order_relaxed);
-    return ctx.start;
+  if (!natives_->run(row, a, call.send, call.recv, ctx)) {
+    last_algorithm_.store("", std::memory_order_relaxed);
+    return std::nullopt;
   }
-  direct_->run(a, send, recv, ctx);
   return ctx.start;
 }
 
-void Communicator::log_algorithm(const CollectiveArgs& a, const std::string& forced, uint64_t seq, double us) {
-  if (!telemetry_ || a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) return;
-  constexpr uint32_t kMeasured = 10;  // calls after the first, whose mean is compared with the prediction
-  const std::string algo = last_algorithm();
-  const uint64_t bytes = std::max(send_bytes(a, rank(), size()), recv_bytes(a, rank(), size()));
-  auto& cls = telemetry_->algorithm_class(a.kind, bytes);
-  const uint64_t low = bytes ? uint64_t{1} << (63 - __builtin_clzll(bytes)) : 0;
-  const std::string range = low ? fmt::format("{}-{} B", low, 2 * low - 1) : std::string("0 B");
-  if (cls.algorithm != algo) {  // the class's first call, or another algorithm took it over
-    cls = Telemetry::AlgorithmClass{};
-    cls.algorithm = algo;
-    const std::string why = algorithms_.explain(a, forced, last_algorithm(), &cls.predicted_us);
-    WEFT_LOG_INFO("{} on {} ({} ranks), {}: algorithm '{}' for {}: {}", collective_name(a.kind), name(), size(), range, algo,
-                  describe_call(a, seq), why);
-  }
-  if (cls.calls == 0) cls.first_us = us;
-  else cls.sum_us += us;
-  if (++cls.calls != kMeasured + 1) return;
-  const double mean = cls.sum_us / kMeasured;
-  WEFT_LOG_INFO("{} on {}, {}: algorithm '{}' measured {:.2f} us (mean of {} calls after the first, which took {:.2f} us){}",
-                collective_name(a.kind), name(), range, algo, mean, kMeasured, cls.first_us,
-                cls.predicted_us >= 0 ? fmt::format(" against {:.2f} us predicted ({:.2f}x)", cls.predicted_us, mean / cls.predicted_us)
-                                      : std::string(" (no prediction for it)"));
-}
-
-void Communicator::run_host(Operation& w, Clock::time_point t0, const std::function<bool()>& others) {
-  const CollectiveArgs& a = w.args_;
-  // Once the ranks have node-shared buffers (weftMemAlloc), an all-reduce past the one-round size
-  // first asks whether every rank's buffers are such: then it runs without copies. The count of
-  // windows is taken when the call was submitted, the same on every rank, so every rank asks alike.
-  const bool window = direct_ && w.algo_.empty() && direct_->prefers_window(a, w.windows_);
-  if (window) {
-    bool ran = false;
-    run_direct(a, w.send_, w.recv_, w.seq_, w.record_, t0, others, true, &ran);
-    if (ran) return;
-  }
-  if (direct_ && w.algo_.empty() && direct_->handles(a)) {
-    // Small calls within the node: no schedule, no messages (ShmDirect).
-    run_direct(a, w.send_, w.recv_, w.seq_, w.record_, t0, others);
-    return;
-  }
-  const std::shared_ptr<const Schedule> sp = algorithms_.schedule_for(a, w.algo_);
+Clock::time_point Communicator::run_host(const Call& call, const Chain& rows) {
+  // The fallback chain: each native row that took the call in turn (one declines, having run
+  // nothing, when it cannot run it after all: every rank alike), then the schedule.
+  for (int i = 0; i < rows.size; ++i)
+    if (const std::optional<Clock::time_point> start = run_native(*rows.rows[i], call)) return *start;
+  const CollectiveArgs& a = call.args;
+  const Clock::time_point t0 = call.start == Clock::time_point{} ? Clock::now() : call.start;
+  const std::shared_ptr<const Schedule> sp = algorithms_.schedule_for(a, call.forced);
   const Schedule& s = *sp;
-  ExecBuffers bufs{w.send_, w.recv_, s.scratch_bytes ? scratch_.get(s.scratch_bytes) : nullptr};
+  ExecBuffers bufs{call.send, call.recv, s.scratch_bytes ? scratch_.get(s.scratch_bytes) : nullptr};
   ExecContext ctx;
   ctx.transport = transport_.get();
-  ctx.seq = w.tag_seq_;
+  ctx.seq = call.tag_seq;
   ctx.signature = call_signature(a);
   ctx.deadline = t0 + config_.timeout;
   ctx.timeout = config_.timeout;
   ctx.abort = &failures_.abort_flag();
   ctx.spin = config_.spin;
   const bool collective = a.kind != CollectiveKind::kSend && a.kind != CollectiveKind::kRecv;
-  FailureWatch::SignatureCheck check(failures_, w.seq_, ctx.signature, collective, t0);
+  FailureWatch::SignatureCheck check(failures_, call.seq, ctx.signature, collective, t0);
   ctx.watchdog = [&check] { check(); };
-  ctx.describe = [&] { return describe_call(a, w.seq_); };
+  ctx.describe = [&] { return describe_call(a, call.seq); };
   last_algorithm_.store(s.algorithm, std::memory_order_relaxed);
   if (recorder_) {
-    recorder_->algorithm(w.record_, s.algorithm);
-    ctx.wait = recorder_->wait_note(w.record_);
+    recorder_->algorithm(call.record, s.algorithm);
+    ctx.wait = recorder_->wait_note(call.record);
   }
   executor_.run(s, bufs, ctx);
+  return t0;
 }
 
 
@@ -323,7 +311,7 @@ class Communicator::ScheduledOp final : public InFlight {
       if (c_.failures_.broken())
         fail(ErrorCode::kRemoteError, "{}: the communicator is broken: {}", collective_name(a.kind), c_.failures_.broken_reason());
       if (c_.failures_.aborted()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", collective_name(a.kind));
-      schedule_ = c_.algorithms_.schedule_for(a, w_->algo_);
+      schedule_ = c_.algorithms_.schedule_for(a, w_->forced_);
       scratch_ = c_.take_scratch();
       ExecBuffers bufs{w_->send_, w_->recv_, schedule_->scratch_bytes ? scratch_->get(schedule_->scratch_bytes) : nullptr};
       ctx_.transport = c_.transport_.get();
@@ -372,7 +360,7 @@ class Communicator::ScheduledOp final : public InFlight {
     finished_ = true;
     const auto t1 = Clock::now();
     c_.last_algorithm_.store(schedule_->algorithm, std::memory_order_relaxed);
-    c_.observe(w_->args_, w_->algo_, w_->seq_, w_->record_, t0_, t1);
+    c_.observe(w_->args_, w_->forced_, w_->seq_, w_->record_, t0_, t1);
     w_->finish(ErrorCode::kSuccess, {}, t1);
   }
 
@@ -390,7 +378,7 @@ class Communicator::ScheduledOp final : public InFlight {
 bool Communicator::begin(const std::shared_ptr<Operation>& w, std::unique_ptr<InFlight>& out) {
   const CollectiveArgs& a = w->args_;
   if (w->device_ >= 0) return false;  // NCCL
-  if (direct_ && w->algo_.empty() && (direct_->prefers_window(a, w->windows_) || direct_->handles(a))) return false;
+  if (chain(a, w->forced_, w->windows_).size > 0) return false;  // native rows run alone (execute)
   auto op = std::make_unique<ScheduledOp>(*this, w);
   if (!op->finished()) out = std::move(op);
   return true;

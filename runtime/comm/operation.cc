@@ -28,7 +28,7 @@ std::string Operation::error_message() {
 }
 void Operation::reset() {
   args_ = CollectiveArgs{};
-  algo_.clear();
+  forced_ = nullptr;
   send_ = nullptr;
   recv_ = nullptr;
   seq_ = 0;

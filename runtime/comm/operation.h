@@ -42,7 +42,7 @@ class Operation {
   bool wait_done(std::chrono::milliseconds timeout);
 
   CollectiveArgs args_;
-  std::string algo_;        // the algorithm id in force when submitted ("" = automatic)
+  const Algorithm* forced_ = nullptr;  // the row WEFT_ALGO / weftCommSetAlgorithm forced when submitted (nullptr: automatic)
   const void* send_ = nullptr;
   void* recv_ = nullptr;
   uint64_t seq_ = 0;
@@ -51,7 +51,7 @@ class Operation {
   int device_ = -1;         // >= 0: device buffers on this CUDA device (the NCCL path)
   void* stream_ = nullptr;  // with on_stream_: the caller's cudaStream_t
   bool on_stream_ = false;  // a ...Stream call: enqueue on stream_ and return
-  uint32_t windows_ = 0;    // node-shared windows allocated when submitted (ShmDirect::windows_allocated)
+  uint32_t windows_ = 0;    // windows allocated when submitted (ShmDirect::windows_allocated)
   bool queued_ = false;     // handed to the progress thread (the flight recorder has its slot already)
   std::mutex mu_;
   std::condition_variable cv_;

@@ -8,10 +8,10 @@ namespace weft {
 
 using Clock = std::chrono::steady_clock;
 
-OperationQueue::OperationQueue(int rank, int size, std::string algorithm, Engine engine)
+OperationQueue::OperationQueue(int rank, int size, AlgorithmSpec algorithm, Engine engine)
     : rank_(rank),
       engine_(std::move(engine)),
-      algo_(std::move(algorithm)),
+      spec_(std::move(algorithm)),
       p2p_send_seq_(size, 0),
       p2p_recv_seq_(size, 0),
       waiter_(engine_.spin) {
@@ -22,7 +22,7 @@ OperationQueue::~OperationQueue() { stop(); }
 
 void OperationQueue::number(Operation& w) {
   const CollectiveKind kind = w.args_.kind;
-  w.algo_ = engine_.applies(algo_, kind) ? algo_ : std::string();
+  w.forced_ = spec_.empty() ? nullptr : spec_.resolve(kind, w.args_.count * dtype_size(w.args_.dtype));
   if (kind == CollectiveKind::kSend) {
     // Point-to-point messages are numbered per peer and direction (the tag's top bit set).
     w.seq_ = p2p_send_seq_[w.args_.root]++;
@@ -68,14 +68,14 @@ void OperationQueue::submit(const std::shared_ptr<Operation>& w, bool async) {
   }
 }
 
-void OperationQueue::set_algorithm(std::string id) {
+void OperationQueue::set_algorithm(AlgorithmSpec spec) {
   std::lock_guard<std::mutex> q(mu_);
-  algo_ = std::move(id);
+  spec_ = std::move(spec);
 }
 
 std::string OperationQueue::algorithm() {
   std::lock_guard<std::mutex> q(mu_);
-  return algo_;
+  return spec_.text();
 }
 
 void OperationQueue::wait_idle() {

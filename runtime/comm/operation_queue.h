@@ -9,7 +9,7 @@
 // point-to-point message, and collectives on the scheduled algorithms) joins the operations in
 // flight, which the thread advances together (poll the transport once, advance each) and waits
 // for with one Waiter; one that runs as a blocking protocol of its own (the shared-memory latency
-// path, node-shared buffers, NCCL) runs there and then, driving the operations in flight whenever
+// path, windows (weftMemAlloc), NCCL) runs there and then, driving the operations in flight whenever
 // it waits. So sends and receives posted in any order complete once each has its match, and many
 // collectives move at once. The thread sleeps on a condition variable when nothing is in flight
 // (an idle communicator costs no CPU).
@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/algorithm_spec.h"
 #include "runtime/base/waiter.h"
 #include "runtime/comm/operation.h"
 
@@ -54,8 +55,6 @@ struct Engine {
   std::function<bool()> poll;                                          // drives the transport
   std::function<void(std::chrono::steady_clock::time_point)> sleep;  // until an event, wake() or then
   std::function<void()> wake;                                         // any thread
-  // Whether a forced algorithm id has a row for this collective (the others keep the automatic choice).
-  std::function<bool(const std::string&, CollectiveKind)> applies;
   // A receive from any source: the peer whose next message (sequence next_seq(peer)) has arrived,
   // or -1 when none has yet. May throw (a transport that cannot probe).
   std::function<int(const Operation& w, const std::function<uint16_t(int)>& next_seq)> match_any;
@@ -65,7 +64,7 @@ struct Engine {
 
 class OperationQueue {
  public:
-  OperationQueue(int rank, int size, std::string algorithm, Engine engine);
+  OperationQueue(int rank, int size, AlgorithmSpec algorithm, Engine engine);
   ~OperationQueue();
   OperationQueue(const OperationQueue&) = delete;
   OperationQueue& operator=(const OperationQueue&) = delete;
@@ -73,28 +72,31 @@ class OperationQueue {
   // Numbers op, stamps it with the algorithm in force, and runs it (inline when blocking and
   // idle) or hands it to the progress thread. A blocking call returns once op has finished.
   void submit(const std::shared_ptr<Operation>& op, bool async);
-  // A blocking call's fast path: if nothing is queued or in flight and no forced algorithm applies
-  // to `kind`, numbers the call and runs fn(seq, record) on the caller's thread, returning true once
+  // A blocking call's fast path: if nothing is queued or in flight and take(forced) agrees (forced:
+  // the row WEFT_ALGO / weftCommSetAlgorithm forces for a call of kind and bytes, or nullptr),
+  // numbers the call and runs fn(seq, record, forced) on the caller's thread, returning true once
   // it returned; otherwise returns false at once, having numbered nothing. fn must not throw.
-  template <class Fn>
-  bool run_inline(CollectiveKind kind, Fn&& fn) {
+  template <class Take, class Fn>
+  bool run_inline(CollectiveKind kind, uint64_t bytes, Take&& take, Fn&& fn) {
     std::unique_lock<std::mutex> q(mu_);
-    if (inline_ || busy_ || !queue_.empty() || (!algo_.empty() && engine_.applies(algo_, kind))) return false;
+    if (inline_ || busy_ || !queue_.empty()) return false;
+    const Algorithm* forced = spec_.empty() ? nullptr : spec_.resolve(kind, bytes);
+    if (!take(forced)) return false;
     const uint64_t seq = next_seq_++;
     const uint64_t record = next_record_++;
     inline_ = true;
     q.unlock();
-    fn(seq, record);
+    fn(seq, record, forced);
     q.lock();
     inline_ = false;
     q.unlock();
     cv_.notify_all();  // the progress thread (queued meanwhile) or wait_idle()
     return true;
   }
-  // The algorithm id stamped on the operations submitted from now on that it applies to ("" =
-  // automatic).
-  void set_algorithm(std::string id);
-  std::string algorithm();
+  // The rows forced for the operations submitted from now on (AlgorithmSpec: by collective and
+  // size; each operation is stamped with its row, or none: automatic).
+  void set_algorithm(AlgorithmSpec spec);
+  std::string algorithm();  // the spec's text
   // Operations handed to the progress thread are recorded here as queued (nullptr: none).
   void set_recorder(FlightRecorder* recorder) { recorder_ = recorder; }
   // Returns once nothing is queued or in flight.
@@ -123,7 +125,7 @@ class OperationQueue {
   bool busy_ = false;    // the progress thread has operations started or in flight
   bool stopping_ = false;
   std::thread thread_;
-  std::string algo_;
+  AlgorithmSpec spec_;
   uint64_t next_seq_ = 0;
   uint64_t next_record_ = 0;
   FlightRecorder* recorder_ = nullptr;

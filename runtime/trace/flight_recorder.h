@@ -11,6 +11,7 @@
 
 #include "collectives/collective.h"
 #include "runtime/base/wait_note.h"
+#include "runtime/trace/observer.h"
 
 namespace weft {
 
@@ -47,7 +48,7 @@ struct TraceRecord {
   uint32_t wait_done = 0, wait_total = 0;
 };
 
-class FlightRecorder {
+class FlightRecorder final : public CallObserver {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
   explicit FlightRecorder(size_t capacity);
@@ -79,6 +80,7 @@ class FlightRecorder {
     wait_.begin(record);
     return &wait_;
   }
+  void call_ended(const CallEnd& e) override { finished(e.record, e.t1, 0); }
   void finished(uint64_t record, TimePoint t, int error) {
     TraceSlot& s = slot(record);
     s.finished_ns.store(t.time_since_epoch().count(), std::memory_order_relaxed);

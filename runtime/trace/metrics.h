@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "runtime/base/collective_kind.h"
+#include "runtime/trace/observer.h"
 
 namespace weft {
 
@@ -27,13 +28,16 @@ inline constexpr std::array<double, 22> kLatencyBuckets = {1e-6, 2.5e-6, 5e-6, 1
                                                            5e-4, 1e-3,   2.5e-3, 5e-3, 1e-2,  2.5e-2, 5e-2, 0.1,
                                                            0.25, 0.5,    1.0,    2.5,  5.0,   10.0};
 
-class CommMetrics {
+class CommMetrics final : public CallObserver {
  public:
   static constexpr int kAlgorithms = 12;  // distinct algorithms per collective on one communicator
   CommMetrics(int rank, int size) : rank_(rank), size_(size) {}
   // A finished call of `bytes` (the call's data: nccl-tests' size) that took `ns`.
   void observe(CollectiveKind kind, const char* algorithm, uint64_t bytes, int64_t ns);
   void error(CollectiveKind kind) { bump(errors_[static_cast<size_t>(kind)], 1); }
+  void call_ended(const CallEnd& e) override {
+    observe(e.args.kind, e.algorithm, e.bytes(), std::chrono::duration_cast<std::chrono::nanoseconds>(e.t1 - e.t0).count());
+  }
   // Appends this communicator's samples of every family to `families` (one string per family, in
   // MetricsRegistry's order). `labels`: rank="..",comm=".."
   void expose(std::vector<std::string>& families, const std::string& labels) const;

@@ -159,7 +159,7 @@ TEST(ShmDirectPath, MismatchIsNamedOnEveryRank) {
   EXPECT_EQ(errors.load(), 3);
 }
 
-// Node-shared buffers (weftMemAlloc): all-reduces whose buffers are windows on every rank run on
+// Windows (weftMemAlloc): all-reduces whose buffers are windows on every rank run on
 // the shared path (no copies: each rank reduces its share from every rank's buffer into all of
 // them): every type and op, counts of 1, primes, fewer than the ranks and not divisible by them,
 // in and out of place (and mixed: one rank in place, the others not, or the other way), at
@@ -208,7 +208,7 @@ TEST_P(ShmWindows, EveryTypeAndOpMatchesTheReference) {
             std::memcpy(b.r.data(), r, b.r.size());
           }
           const bool shared = c.count * dtype_size(c.dt) > 16 && i % 7 != 3;
-          if ((algo == "shared") != shared && failures++ < 10)
+          if ((algo == "window") != shared && failures++ < 10)
             ADD_FAILURE() << c.label() << ": ran '" << algo << "', expected " << (shared ? "the shared path" : "another");
           std::string err = check_buffers(c, comm.rank(), b);
           if (!err.empty() && failures++ < 10) ADD_FAILURE() << c.label() << (plain ? " (plain)" : "") << ": " << err;
@@ -247,7 +247,7 @@ TEST(ShmWindowsAlloc, UnequalSizesAreNamedOnEveryRank) {
         auto* p = static_cast<float*>(comm.mem_alloc(1 << 20));
         for (int i = 0; i < (1 << 18); ++i) p[i] = static_cast<float>(comm.rank() + 1);
         comm.submit(CollectiveArgs{CollectiveKind::kAllReduce, 1 << 18, DataType::kFloat32, RedOp::kSum, 0, false}, p, p);
-        EXPECT_STREQ(comm.last_algorithm(), "shared");
+        EXPECT_STREQ(comm.last_algorithm(), "window");
         EXPECT_EQ(p[0], 6.0f);
         EXPECT_EQ(p[(1 << 18) - 1], 6.0f);
         comm.mem_free(p);

@@ -12,7 +12,7 @@ for n in 2 3 5; do
       --sizes 4:2:1,28:2:1,4084:2:1,262148:2:1,1048604:2:1 2>&1)
     rc=$?
     [ $rc = 0 ] || { echo "$out"; echo "shared_matrix: $n ranks ${mixed:-(same placement)}: weft-perf failed ($rc)" >&2; exit 1; }
-    rows=$(grep -c "shared" <<<"$out")
+    rows=$(grep -cw "window" <<<"$out")
     [ "$rows" -ge 40 ] || { echo "$out"; echo "shared_matrix: $n ranks: only $rows rows on the shared path" >&2; exit 1; }
     echo "shared_matrix: $n ranks ${mixed:-(same placement)}: $rows rows, 0 wrong"
   done

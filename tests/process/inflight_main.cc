@@ -183,6 +183,35 @@ int algo_scope(weft::Comm& comm) {
   return 0;
 }
 
+// WEFT_ALGO=allreduce:0-32K:direct,32K-:ring: by size, the native row (direct) below 32 KiB and the
+// ring from there; then weftCommSetAlgorithm with other ranges, and a bad spec refused.
+int algo_ranges(weft::Comm& comm) {
+  const int r = comm.rank();
+  auto ran = [&](size_t count, const char* want) {
+    std::vector<float> v(count, 1.0f);
+    comm.all_reduce(v.data(), v.data(), count, weftFloat32, weftSum);
+    const char* algo = "";
+    weftCommLastAlgorithm(comm.get(), &algo);
+    std::printf("rank %d: %zu floats ran %s\n", r, count, algo);
+    if (v.back() != static_cast<float>(comm.size())) die(r, "algo-ranges: wrong result");
+    if (std::string(algo) != want) die(r, std::string("algo-ranges: ") + std::to_string(count) + " floats ran " + algo + ", not " + want);
+  };
+  ran(8, "direct");
+  ran(16384, "ring");  // 64 KiB
+  comm.set_algorithm("allreduce:0-1K:ring,1K-:rhd");
+  ran(8, "ring");
+  ran(16384, "rhd");
+  comm.set_algorithm("allreduce:0-1K:rhd");  // the other sizes: automatic
+  ran(8, "rhd");
+  ran(2048, "direct");  // 8 KiB
+  const weftResult_t bad = weftCommSetAlgorithm(comm.get(), "allreduce:0-1K:chain");
+  const std::string why = weftCommGetLastError(comm.get());
+  if (bad != weftInvalidArgument || why.find("allreduce has no algorithm 'chain'") == std::string::npos)
+    die(r, "algo-ranges: a bad spec was not refused clearly: " + why);
+  std::printf("rank %d: OK algo-ranges\n", r);
+  return 0;
+}
+
 // A point-to-point deadlock on purpose: every rank receives from the next one, nobody sends. Each
 // receive fails at the (short) timeout, which writes the flight recorder's dump; the test runs
 // weft-doctor over them.
@@ -312,6 +341,7 @@ int main(int argc, char** argv) {
              : mode == "two-comms" ? two_comms(comm)
              : mode == "any-source" ? any_source(comm)
              : mode == "algo-scope" ? algo_scope(comm)
+             : mode == "algo-ranges" ? algo_ranges(comm)
              : mode == "p2p-deadlock" ? p2p_deadlock(comm)
              : mode == "algo-log" ? algo_log(comm)
              : mode == "overlap"  ? overlap(comm, arg > 0 ? arg : 8)

@@ -103,7 +103,7 @@ int check(weft::Comm& comm) {
       }
     }
   }
-  // Node-shared buffers (weftMemAlloc): a large all-reduce on them, in place and asynchronous,
+  // Windows (weftMemAlloc): a large all-reduce on them, in place and asynchronous,
   // takes the shared path (no copies) between these processes, with the same results.
   {
     const size_t count = (size_t{1} << 20) + 3;
@@ -125,8 +125,8 @@ int check(weft::Comm& comm) {
         return 1;
       }
     }
-    if (std::strcmp(algo, "shared") != 0) {
-      std::printf("rank %d: the all-reduce on weftMemAlloc buffers ran '%s', not 'shared'\n", r, algo);
+    if (std::strcmp(algo, "window") != 0) {
+      std::printf("rank %d: the all-reduce on weftMemAlloc buffers ran '%s', not 'window'\n", r, algo);
       return 1;
     }
     if (weftMemFree(comm.get(), p) != weftSuccess || weftMemFree(comm.get(), p) == weftSuccess) {

@@ -134,4 +134,29 @@ TEST(AlgorithmScope, ForcedAlgorithmAppliesOnlyToItsCollectives) {
   expect_ok(rs, "algo-scope direct");
 }
 
+// Size ranges per collective (issue 43): WEFT_ALGO=allreduce:0-32K:direct,32K-:ring runs the
+// native row below 32 KiB and the ring above (weftCommLastAlgorithm on every rank, and the
+// algorithm log at info names both, forced); weftCommSetAlgorithm takes ranges too.
+TEST(AlgorithmScope, SizeRangesChooseWhatRuns) {
+  auto rs = run_job(2, {WEFT_TEST_INFLIGHT, "algo-ranges"}, {"WEFT_ALGO=allreduce:0-32K:direct,32K-:ring", "WEFT_LOG_LEVEL=info"},
+                    std::chrono::seconds(60));
+  expect_ok(rs, "algo-ranges");
+  const std::string& out = rs[0].output;
+  EXPECT_NE(out.find("WEFT_ALGO=allreduce:0-32K:direct,32K-:ring forced for allreduce (0 B-32 KiB: direct, 32 KiB-: ring)"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("32-63 B: algorithm 'direct' for allreduce"), std::string::npos) << out;
+  EXPECT_NE(out.find("65536-131071 B: algorithm 'ring' for allreduce"), std::string::npos) << out;
+  EXPECT_NE(out.find("forced by WEFT_ALGO / weftCommSetAlgorithm ('ring')"), std::string::npos) << out;
+}
+
+// A bad WEFT_ALGO spec fails the communicator's creation at once, with a message naming the problem
+// (weftrun stops the other ranks).
+TEST(AlgorithmScope, BadSpecIsRefusedClearly) {
+  auto f = weft::test::run_process({WEFTRUN_PATH, "-np", "2", "-x", "WEFT_ALGO=allreduce:32K-0:ring", WEFT_TEST_INFLIGHT,
+                                    "algo-ranges"}, 60);
+  EXPECT_NE(f.status, 0) << f.out << f.err;
+  EXPECT_NE((f.out + f.err).find("WEFT_ALGO 'allreduce:32K-0:ring': the range '32K-0' is empty"), std::string::npos)
+      << f.out << f.err;
+}
+
 }  // namespace

@@ -61,10 +61,10 @@ TEST(MatrixDeterministic, EveryCollectiveTypeAndOpWithTheDeterministicSchedules)
   expect_job(3, "shm", "full", {"WEFT_DETERMINISTIC=1", "WEFT_DIRECT_BYTES=0"});
 }
 
-// The same matrix on weftMemAlloc buffers (node-shared windows, WEFT_TEST_SHARED=1): the latency
-// path and the shared-window all-reduce read and write them directly, in real processes (issue 44).
+// The same matrix on weftMemAlloc buffers (windows, WEFT_TEST_SHARED=1): the latency
+// path and the window all-reduce read and write them directly, in real processes (issue 44).
 class MatrixShared : public ::testing::TestWithParam<int> {};
-TEST_P(MatrixShared, EveryCollectiveTypeAndOpOnNodeSharedBuffers) {
+TEST_P(MatrixShared, EveryCollectiveTypeAndOpOnWindows) {
   expect_job(GetParam(), "shm", "full", {"WEFT_TEST_SHARED=1"});
 }
 INSTANTIATE_TEST_SUITE_P(Ranks, MatrixShared, ::testing::Values(2, 3, 5),

@@ -9,6 +9,7 @@ node="$fixtures/dgx-a100-like-8gpu-nvswitch-8nic-nccl.xml"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
+unset WEFT_DIRECT_BYTES WEFT_DIRECT_PIECE_BYTES
 
 "$sim" --input "$node" --gpus 8,16,32 --size 1M,16M -c allreduce,allgather --fabric nics=8,rate=200gbit \
   --json --svg "$out/plot.svg" > "$out/sim.json" 2> "$out/err" || fail "weft-sim --json: $(cat "$out/err")"
@@ -43,6 +44,20 @@ head -c 200 "$out/plot.svg" | grep -q '^<svg' || fail "the SVG does not start wi
 head -1 "$out/sim.csv" | grep -qx 'collective,gpus,nodes,size,algorithm,closed_us,event_us,time_us,busbw_gbps,auto' ||
   fail "CSV header: $(head -1 "$out/sim.csv")"
 [ "$(wc -l < "$out/sim.csv")" -ge 4 ] || fail "CSV rows"
+
+# One node, a small all-reduce: the native rows listed with their closed form, and the automatic
+# choice is what the runtime runs there: the direct path, not a schedule (issue 43).
+"$sim" --input "$node" --gpus 8,16 --size 8K -c allreduce --json --no-anchors > "$out/one.json" ||
+  fail "weft-sim one node"
+python3 - "$out/one.json" <<'PY' || fail "native rows on one node"
+import json, sys
+rows = json.load(open(sys.argv[1]))["results"]
+one = {r["algorithm"]: r for r in rows if r["gpus"] == 8}
+assert {"direct", "window", "pieces"} <= set(one), sorted(one)
+assert one["direct"]["auto"] and one["direct"]["level"] == "closed" and one["direct"]["time_us"] > 0, one["direct"]
+assert all(not r["auto"] for r in rows if r["gpus"] == 16 and r["algorithm"] in ("direct", "window", "pieces")), rows
+assert not {"direct", "window", "pieces"} & {r["algorithm"] for r in rows if r["gpus"] == 16}, "native rows across nodes"
+PY
 
 bad() {  # bad EXPECTED-TEXT ARGS...: exit status 1, the text on stderr, nothing on stdout
   local want=$1; shift

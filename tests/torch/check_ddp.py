@@ -137,7 +137,7 @@ for name, a, b in (("weft_torch.DistributedDataParallel", ps, pg), ("no_sync() a
     if not torch.allclose(a, b, rtol=1e-4, atol=1e-5):
         failures.append(f"{name}: parameters differ from gloo DDP's by up to {(a - b).abs().max().item():.3g}")
 # Its buckets took the shared path (no copies): the recorder names the algorithm of each operation.
-if not any(o.get("algorithm") == "shared" for o in ops):
+if not any(o.get("algorithm") == "window" for o in ops):
     failures.append("weft_torch.DistributedDataParallel: no all-reduce took the shared path")
 
 

@@ -17,18 +17,18 @@ import os
 import torch.distributed as _dist
 
 from ._weft_torch import __version__, create_process_group, drain, dump, gpu_path_built, step_end  # noqa: F401
-from ._weft_torch import _all_reduce_shards, _empty_shared, deterministic, set_deterministic  # noqa: F401
+from ._weft_torch import _all_reduce_shards, _empty_window, deterministic, set_deterministic  # noqa: F401
 from ._weft_torch import shrink as _shrink
 
 
-def empty_shared(group, numel, dtype=None):
-    """A 1-D CPU tensor of `numel` zeros of `dtype` (default: torch's default dtype) in memory that
-    every rank of the node maps (weftMemAlloc on the weft group `group`). Collective: every rank of
+def empty_window(group, numel, dtype=None):
+    """A 1-D CPU tensor of `numel` zeros of `dtype` (default: torch's default dtype) in a window:
+    memory that every rank of the node maps (weftMemAlloc on the weft group `group`). Collective: every rank of
     the group calls it, in the same order, with the same numel and dtype. An all-reduce on the group
     whose tensors are such on every rank (views at any offset, in place or not) runs without
     copies: each rank reduces its share straight from every rank's tensor into all of them."""
     import torch
-    return _empty_shared(group, int(numel), torch.empty(0, dtype=dtype or torch.get_default_dtype()))
+    return _empty_window(group, int(numel), torch.empty(0, dtype=dtype or torch.get_default_dtype()))
 
 
 def all_reduce_shards(local, shards, group=None, op=_dist.ReduceOp.SUM):
@@ -43,6 +43,13 @@ def all_reduce_shards(local, shards, group=None, op=_dist.ReduceOp.SUM):
     if op not in (_dist.ReduceOp.SUM, _dist.ReduceOp.AVG):
         raise ValueError(f"weft: all_reduce_shards takes ReduceOp.SUM or ReduceOp.AVG (got {op})")
     return _all_reduce_shards(pg, local, int(shards), op == _dist.ReduceOp.AVG)
+
+
+def empty_shared(group, numel, dtype=None):
+    """Deprecated: the old name of empty_window (one name for a window in C, C++ and Python)."""
+    import warnings
+    warnings.warn("weft_torch.empty_shared is deprecated: use weft_torch.empty_window", DeprecationWarning, stacklevel=2)
+    return empty_window(group, numel, dtype)
 
 
 from .ddp import DistributedDataParallel  # noqa: E402,F401

@@ -6,7 +6,7 @@ of the node shares, so that their all-reduce moves no bytes through staging copi
     optimizer.step()                     # p.grad holds the average over the ranks
 
 What torch's DistributedDataParallel does, for a group of the weft backend, with one difference:
-every parameter's .grad is a view into a bucket allocated with weft_torch.empty_shared
+every parameter's .grad is a view into a bucket allocated with weft_torch.empty_window
 (weftMemAlloc), so autograd accumulates straight into memory that the other ranks of the node map.
 Each rank then reduces its share of a bucket from every rank's bucket and writes the result into
 all of them; the average is taken inside that pass. PyTorch's reducer instead divides every
@@ -40,7 +40,7 @@ import contextlib
 import torch
 import torch.distributed as dist
 
-from . import all_reduce_shards, empty_shared, set_deterministic
+from . import all_reduce_shards, empty_window, set_deterministic
 from ._weft_torch import _shard_layout_problem
 
 __all__ = ["DistributedDataParallel"]
@@ -145,7 +145,7 @@ class DistributedDataParallel(torch.nn.Module):
         buckets, where = [], {}
         for gp in groups:
             total = sum(p.numel() for p in gp)
-            flat = empty_shared(self.process_group, total, gp[0].dtype)  # collective: the same sizes on every rank
+            flat = empty_window(self.process_group, total, gp[0].dtype)  # collective: the same sizes on every rank
             offsets, off = [], 0
             for p in gp:
                 offsets.append(off)

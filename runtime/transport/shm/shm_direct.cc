@@ -84,23 +84,17 @@ const AsymmetricFence& fence() {
 constexpr int kPollsBeforeClock = 64;
 // With more ranks than cores a peer that has not posted is often waiting for this core.
 constexpr int kPollsOversubscribed = 8;
-// Where all-reduces can go in pieces, the largest one taken in one round. A round has every rank
-// read every slot of the whole buffer (n x the bytes), a piece's two rounds only its share of each
-// slot and the others' shares: at 3, 4 and 8 ranks on 2 cores the pieces were faster from 64 KiB
-// (8 ranks 64 KiB: 25-31 us against 48-63; 4 ranks 11-12 against 15-23) and even at 32 KiB
-// (6 Dec, WEFT_DIRECT_BYTES 32768 against the automatic 262144).
-constexpr uint64_t kAllReduceRoundBytesWithPieces = 32 << 10;
 
 }  // namespace
 
-ShmDirect::ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, uint64_t piece_bytes, bool oversubscribed,
+ShmDirect::ShmDirect(Store& store, int rank, int size, const DirectLimits& limits, bool oversubscribed,
                      std::chrono::microseconds spin, Millis timeout)
     : rank_(rank),
       size_(size),
-      one_round_bytes_(slot_bytes),
-      piece_bytes_(piece_bytes),
-      allreduce_round_bytes_(piece_bytes ? std::min(slot_bytes, kAllReduceRoundBytesWithPieces) : slot_bytes),
-      slot_bytes_((std::max(slot_bytes, piece_bytes) + kAlign - 1) / kAlign * kAlign),
+      one_round_bytes_(limits.one_round),
+      piece_bytes_(limits.piece),
+      allreduce_round_bytes_(limits.allreduce_round),
+      slot_bytes_((std::max(limits.one_round, limits.piece) + kAlign - 1) / kAlign * kAlign),
       oversubscribed_(oversubscribed),
       spin_(spin) {
   static_assert(sizeof(Flag) == 64, "one cache line per rank and parity");
@@ -212,19 +206,6 @@ ShmDirect::Flag* ShmDirect::flag(int r, uint32_t c) const {
 uint8_t* ShmDirect::slot(int r, uint32_t c, uint64_t bytes) const {
   if (bytes <= kInlineBytes) return flag(r, c)->inline_data;
   return static_cast<uint8_t*>(base_) + kAlign + 2 * sizeof(Flag) * size_ + (static_cast<size_t>(r) * 2 + (c & 1)) * slot_bytes_;
-}
-
-bool ShmDirect::handles(const CollectiveArgs& a) const {
-  if (size_ < 2) return false;
-  const uint64_t bytes = a.count * dtype_size(a.dtype);
-  switch (a.kind) {
-    case CollectiveKind::kAllReduce: return bytes <= one_round_bytes_ || piece_bytes_ > 0;
-    case CollectiveKind::kReduce:
-    case CollectiveKind::kBroadcast:
-    case CollectiveKind::kAllGather: return bytes <= one_round_bytes_;  // all-gather: one rank's block
-    case CollectiveKind::kBarrier: return true;
-    default: return false;
-  }
 }
 
 void ShmDirect::post(uint32_t c, uint64_t bytes, const DirectContext& ctx) {
@@ -339,6 +320,7 @@ void reduce_ranks(DataType type, RedOp op, void* out, int n, const Src& src, uin
 }  // namespace
 
 void ShmDirect::all_reduce_pieces(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx) {
+  ++calls_;
   const uint64_t es = dtype_size(a.dtype);
   const uint64_t piece_el = std::max<uint64_t>(1, piece_bytes_ / es);
   const auto* in = static_cast<const uint8_t*>(send);
@@ -499,10 +481,6 @@ bool ShmDirect::all_reduce_window(const CollectiveArgs& a, const void* send, voi
 
 void ShmDirect::run(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx) {
   const uint64_t es = dtype_size(a.dtype), bytes = a.count * es;
-  if (a.kind == CollectiveKind::kAllReduce && bytes > allreduce_round_bytes_) {
-    ++calls_;
-    return all_reduce_pieces(a, send, recv, ctx);
-  }
   const uint32_t c = next_++;
   ++calls_;
   // Slot c%2 was last read in call c-2: every peer is past it once it has posted c-1.

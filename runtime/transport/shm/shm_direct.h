@@ -46,27 +46,31 @@ struct DirectContext {
 
 class ShmDirect {
  public:
-  // Collective over the communicator's ranks, all on this node. slot_bytes: the largest per-rank
-  // contribution the path takes in one round. piece_bytes > 0: all-reduces of any larger size
-  // too, in pieces of piece_bytes, each in two rounds (every rank reduces its share of the piece
-  // from all slots, then copies the others' reduced shares). oversubscribed: more ranks than
-  // cores, so waiters yield at once.
-  ShmDirect(Store& store, int rank, int size, uint64_t slot_bytes, uint64_t piece_bytes, bool oversubscribed,
+  // Collective over the communicator's ranks, all on this node. limits (direct_limits,
+  // collectives/collective.h): the largest per-rank contribution taken in one round, and the
+  // pieces of larger all-reduces (0: none), each in two rounds (every rank reduces its share of
+  // the piece from all slots, then copies the others' reduced shares). oversubscribed: more ranks
+  // than cores, so waiters yield at once. Which call runs where is the table's native rows'
+  // eligibility (collectives/algorithms/direct.cc), not this class's.
+  ShmDirect(Store& store, int rank, int size, const DirectLimits& limits, bool oversubscribed,
             std::chrono::microseconds spin, Millis timeout);
   ~ShmDirect();
   ShmDirect(const ShmDirect&) = delete;
   ShmDirect& operator=(const ShmDirect&) = delete;
 
-  // Whether this path runs `a` (kind and size; the same answer on every rank for the same call).
-  bool handles(const CollectiveArgs& a) const;
+  // One round ("direct" row): all-reduce, reduce, broadcast, all-gather, barrier.
   void run(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx);
+  // All-reduce in pieces of the limits' piece bytes, each as two calls: publish the piece, reduce
+  // this rank's share of it from every slot, publish the share, gather the others' shares
+  // ("pieces" row).
+  void all_reduce_pieces(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx);
   uint64_t calls() const { return calls_; }  // calls run here (tests check the path was taken)
 
-  // Node-shared buffers (weftMemAlloc; MPI_Win_allocate_shared in spirit). Collective: every rank
+  // Windows (weftMemAlloc; MPI_Win_allocate_shared in spirit). Collective: every rank
   // asks for the same `bytes` and gets its own region of one segment that every rank of the node
   // maps, so an all-reduce whose buffers are such regions on every rank reads the peers' buffers
   // and writes the results straight into them: no copy through slots, 2 bytes of memory traffic
-  // per byte of buffer instead of 5-6 (docs/ARCHITECTURE.md, "Shared buffers"). Throws weft::Error.
+  // per byte of buffer instead of 5-6 (docs/ARCHITECTURE.md, "Windows"). Throws weft::Error.
   void* alloc_window(Store& store, uint64_t bytes, Millis timeout);
   // Unmaps this rank's view of the segment that holds p (what alloc_window returned); the peers'
   // views stay valid until they free theirs. False if p is not such a pointer.
@@ -87,12 +91,7 @@ class ShmDirect {
   // 1/n share from every rank's send buffer, in rank order (the same bits as one round), writes it
   // into every rank's receive buffer and says so: two waits, no copies. Returns false, having
   // run nothing else, when some rank's buffers are not windows: every rank then returns false
-  // and runs the schedule instead.
-  // Whether `a` should ask for the shared path first (windows exist, an all-reduce past the
-  // one-round size), rather than run here in one round or in pieces.
-  bool prefers_window(const CollectiveArgs& a, uint32_t windows) const {
-    return windows > 0 && a.kind == CollectiveKind::kAllReduce && a.count * dtype_size(a.dtype) > allreduce_round_bytes_;
-  }
+  // and the dispatcher tries the next row ("window" row).
   bool all_reduce_window(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx);
 
  private:
@@ -105,9 +104,6 @@ class ShmDirect {
   // size, unless kAnyBytes) with this rank's.
   static constexpr uint64_t kAnyBytes = ~uint64_t{0};
   void wait_for(int r, uint32_t c, const DirectContext& ctx, bool check, uint64_t expect_bytes = kAnyBytes);
-  // All-reduce in pieces of piece_bytes_, each as two calls: publish the piece, reduce this rank's
-  // share of it from every slot, publish the share, gather the others' shares.
-  void all_reduce_pieces(const CollectiveArgs& a, const void* send, void* recv, const DirectContext& ctx);
 
   struct Window {
     uint32_t id = 0;
