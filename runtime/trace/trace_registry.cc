@@ -89,6 +89,31 @@ int take_sigusr1_on_watch_thread() {
   return fd;
 }
 
+// A SIGUSR1 read from the signalfd when the program installed a handler of its own after the
+// first communicator (faulthandler.register, say): it is the program's, not a dump request. Its
+// handler runs here, on the watch thread (the program's threads block the signal); SIG_DFL ends
+// the process as the signal would have. False: the handler is still the flight recorder's.
+bool sigusr1_taken_over(const signalfd_siginfo& si) {
+  struct sigaction cur {};
+  if (sigaction(SIGUSR1, nullptr, &cur) != 0) return false;
+  if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_sigusr1) return false;
+  if (cur.sa_flags & SA_SIGINFO) {
+    siginfo_t info{};
+    info.si_signo = SIGUSR1;
+    info.si_code = si.ssi_code;
+    info.si_pid = static_cast<pid_t>(si.ssi_pid);
+    info.si_uid = static_cast<uid_t>(si.ssi_uid);
+    cur.sa_sigaction(SIGUSR1, &info, nullptr);
+  } else if (cur.sa_handler == SIG_DFL) {
+    const sigset_t set = sigusr1_set();
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    raise(SIGUSR1);
+  } else if (cur.sa_handler != SIG_IGN) {
+    cur.sa_handler(SIGUSR1);
+  }
+  return true;
+}
+
 // Steady-clock nanoseconds as microseconds of the system clock (comparable between ranks of a
 // machine; across machines as far as their clocks agree).
 struct WallClock {
@@ -232,7 +257,8 @@ void TraceRegistry::watch(uint64_t generation) {
       while ((n = ::read(pipe_[0], buf, sizeof buf)) > 0)
         for (ssize_t i = 0; i < n; ++i) signalled |= buf[i] == 'u';
       signalfd_siginfo si;
-      while (signal_fd_ >= 0 && ::read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) signalled = true;
+      while (signal_fd_ >= 0 && ::read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
+        signalled |= !sigusr1_taken_over(si);
     }
     std::vector<std::pair<uint64_t, std::function<std::string()>>> polls;
     {

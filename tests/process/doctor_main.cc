@@ -7,8 +7,11 @@
 //   one-short N    N all-reduces; the last rank makes N-1, destroys its communicator and exits 0.
 //   no-join        the last rank exits 0 without joining (no weftCommInit); the others' start-up
 //                  fails at once naming it (weftrun saw its process end).
+//   own-handler    every rank installs a SIGUSR1 handler of its own after joining and signals
+//                  itself: the handler runs (the flight recorder's signalfd hands the signal on).
 //   late-join      the last rank sleeps 3 s before joining; the others' start-up fails at the
 //                  timeout naming it, its process still running.
+#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -46,6 +49,25 @@ int late_sleeper(weft::Comm& comm) {
   return 0;
 }
 
+volatile sig_atomic_t g_own_handler_ran = 0;
+
+int own_handler(weft::Comm& comm) {
+  const int r = comm.rank();
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_own_handler_ran = 1; };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGUSR1, &sa, nullptr);
+  kill(getpid(), SIGUSR1);
+  for (int i = 0; i < 300 && !g_own_handler_ran; ++i) usleep(10000);
+  if (!g_own_handler_ran) {
+    std::printf("rank %d: FAIL own-handler: the program's SIGUSR1 handler did not run within 3 s\n", r);
+    return 1;
+  }
+  comm.barrier();
+  std::printf("rank %d: OK own-handler\n", r);
+  return 0;
+}
+
 int one_short(weft::Comm& comm, int n) {
   const int r = comm.rank();
   const int mine = r == comm.size() - 1 ? n - 1 : n;
@@ -73,6 +95,7 @@ int main(int argc, char** argv) {
     }
     if (mode == "late-sleeper") return late_sleeper(comm);
     if (mode == "one-short") return one_short(comm, arg > 0 ? arg : 5);
+    if (mode == "own-handler") return own_handler(comm);
     std::printf("unknown mode %s\n", mode.c_str());
     return 2;
   } catch (const weft::Error& e) {

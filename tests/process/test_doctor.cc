@@ -28,6 +28,15 @@ TEST(Doctor, ADumpRequestDoesNotWakeASleepingRank) {
   EXPECT_NE(f.err.find("rank 2 never called it (its last was allreduce #0"), std::string::npos) << all;
 }
 
+// A SIGUSR1 handler the program installs after weftCommInit still gets its signals (the threads
+// that block SIGUSR1 for the flight recorder would otherwise keep them from it).
+TEST(Doctor, AProgramsOwnSigusr1HandlerStillRuns) {
+  auto f = weft::test::run_process({WEFTRUN_PATH, "-np", "2", WEFT_TEST_DOCTOR, "own-handler"}, 60);
+  const std::string all = f.out + f.err;
+  EXPECT_EQ(f.status, 0) << all;
+  for (int r : {0, 1}) EXPECT_NE(all.find("rank " + std::to_string(r) + ": OK own-handler"), std::string::npos) << all;
+}
+
 // Rank 2 makes 4 all-reduces of 5, destroys its communicator and exits 0; the others fail in the
 // fifth. The doctor said rank 2 "may have died or been killed".
 TEST(Doctor, NamesARankThatExitedNormallyOneCallShort) {
