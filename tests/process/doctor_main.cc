@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -49,17 +50,18 @@ int late_sleeper(weft::Comm& comm) {
   return 0;
 }
 
-volatile sig_atomic_t g_own_handler_ran = 0;
+// Lock-free: the handler runs on the flight recorder's watch thread, not this one.
+std::atomic<bool> g_own_handler_ran{false};
 
 int own_handler(weft::Comm& comm) {
   const int r = comm.rank();
   struct sigaction sa {};
-  sa.sa_handler = [](int) { g_own_handler_ran = 1; };
+  sa.sa_handler = [](int) { g_own_handler_ran.store(true); };
   sigemptyset(&sa.sa_mask);
   sigaction(SIGUSR1, &sa, nullptr);
   kill(getpid(), SIGUSR1);
-  for (int i = 0; i < 300 && !g_own_handler_ran; ++i) usleep(10000);
-  if (!g_own_handler_ran) {
+  for (int i = 0; i < 300 && !g_own_handler_ran.load(); ++i) usleep(10000);
+  if (!g_own_handler_ran.load()) {
     std::printf("rank %d: FAIL own-handler: the program's SIGUSR1 handler did not run within 3 s\n", r);
     return 1;
   }
