@@ -7,12 +7,15 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 
+#include "launcher/doctor.h"
 #include "launcher/mpi_command.h"
 #include "launcher/spawner.h"
 #include "runtime/base/error.h"
+#include "runtime/comm/membership.h"
 #include "runtime/store/tcp_store.h"
 
 extern char** environ;
@@ -155,8 +158,28 @@ int run_local(const LaunchOptions& o, const NodeTopology& topo) {
   so.verbose = o.verbose;
   so.keep_going = o.keep_going;
   if (!o.dump_dir.empty()) so.dump_signal = SIGUSR1;
+  std::vector<int> statuses;
+  so.statuses = &statuses;
+  // The ranks waiting for one that never joins learn from the store whether its process ended.
+  TcpStore notes("127.0.0.1", server.port(), secret, Millis(10000));
+  notes.set(kWeftrunSupervisedKey, to_bytes("1"));
+  so.on_exit = [&](size_t r, int status) {
+    try {
+      notes.set(kWeftrunExitKey + std::to_string(r), to_bytes(describe_exit(status)));
+    } catch (const std::exception&) {
+      // The store is going (weftrun is stopping): nobody is left to ask.
+    }
+  };
   int rc = supervise(procs, so);
   server.stop();
+  std::error_code ec;
+  if (rc != 0 && !o.dump_dir.empty() && std::filesystem::is_directory(o.dump_dir, ec)) {
+    // For weft-doctor: a rank without a dump may have exited normally (a call short), not died.
+    std::map<int, std::string> exits;
+    for (size_t r = 0; r < statuses.size(); ++r)
+      if (statuses[r] >= 0) exits[static_cast<int>(r)] = describe_exit(statuses[r]);
+    write_exits(o.dump_dir, exits);
+  }
   return rc;
 }
 

@@ -40,14 +40,6 @@ void write_all(int fd, std::string_view text) {
 
 void say(const std::string& message) { write_all(STDERR_FILENO, "weftrun: " + message + "\n"); }
 
-std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    return fmt::format("was killed by signal {} ({})", sig, strsignal(sig));
-  }
-  return fmt::format("exited with status {}", WEXITSTATUS(status));
-}
-
 int exit_code_of(int status) { return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status); }
 
 // One relayed output stream of one process.
@@ -180,146 +172,177 @@ int keep_going_status(const std::vector<int>& statuses, const std::vector<std::s
 
 }  // namespace
 
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    return fmt::format("was killed by signal {} ({})", sig, strsignal(sig));
+  }
+  return fmt::format("exited with status {}", WEXITSTATUS(status));
+}
+
 void block_job_signals() {
   sigset_t set = job_signals();
   ::pthread_sigmask(SIG_BLOCK, &set, &g_original_mask);
   g_blocked = true;
 }
 
-int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opts) {
-  if (!g_blocked) block_job_signals();
-  sigset_t set = job_signals();
-  int sfd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sfd < 0) {
-    say(fmt::format("signalfd: {}", std::strerror(errno)));
-    return 1;
-  }
-  std::vector<Child> children(procs.size());
-  bool stopping = false;  // teardown started: later exits are consequences, not causes
-  int result = 0;
-  // --keep-going: how the processes ended (-1: still running or not started).
-  std::vector<int> statuses(procs.size(), -1);
-  std::vector<std::string> lost;  // "rank 1 (pid 123) was killed by signal 9 (Killed) after 1.2 s"
-  const auto started = Clock::now();
-  Clock::time_point kill_at = Clock::time_point::max();
-  Clock::time_point timeout_at = Clock::time_point::max();
-  if (opts.timeout_s > 0) {
-    timeout_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s));
-  }
-  auto alive_count = [&] {
-    size_t n = 0;
-    for (const Child& c : children) n += c.alive ? 1 : 0;
-    return n;
-  };
-  auto signal_all = [&](int sig) {
-    for (const Child& c : children) {
-      if (c.pid > 0) ::kill(-c.pid, sig);  // the whole group, leader gone or not
-    }
-  };
-  auto begin_stop = [&](int code, int sig) {
-    stopping = true;
-    result = code;
-    signal_all(sig);
-    kill_at = Clock::now() + opts.grace;
-  };
-  // A failure: the other ranks get dump_signal first (their flight recorders), SIGTERM later.
-  Clock::time_point term_at = Clock::time_point::max();
-  auto begin_failure_stop = [&](int code) {
-    if (!opts.dump_signal) return begin_stop(code, SIGTERM);
-    stopping = true;
-    result = code;
-    for (const Child& c : children)
-      if (c.alive && c.pid > 0) ::kill(c.pid, opts.dump_signal);
-    term_at = Clock::now() + opts.dump_wait;
-  };
+namespace {
 
-  for (size_t i = 0; i < procs.size(); ++i) {
-    if (start(procs[i], children[i], opts.tag_output) < 0) {
-      if (!stopping) begin_stop(127, SIGTERM);
+// One supervised job: its processes, the signalfd, and the timers of a stop in progress.
+class Supervisor {
+ public:
+  Supervisor(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opts, int sfd)
+      : procs_(procs), opts_(opts), sfd_(sfd), children_(procs.size()), statuses_(procs.size(), -1) {
+    if (opts.timeout_s > 0)
+      timeout_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.timeout_s));
+  }
+  int run();
+
+ private:
+  size_t alive_count() const {
+    size_t n = 0;
+    for (const Child& c : children_) n += c.alive ? 1 : 0;
+    return n;
+  }
+  void signal_all(int sig) const {
+    for (const Child& c : children_)
+      if (c.pid > 0) ::kill(-c.pid, sig);  // the whole group, leader gone or not
+  }
+  void begin_stop(int code, int sig) {
+    stopping_ = true;
+    result_ = code;
+    signal_all(sig);
+    kill_at_ = Clock::now() + opts_.grace;
+  }
+  // A failure: the other ranks get dump_signal first (their flight recorders), SIGTERM later.
+  void begin_failure_stop(int code) {
+    if (!opts_.dump_signal) return begin_stop(code, SIGTERM);
+    stopping_ = true;
+    result_ = code;
+    for (const Child& c : children_)
+      if (c.alive && c.pid > 0) ::kill(c.pid, opts_.dump_signal);
+    term_at_ = Clock::now() + opts_.dump_wait;
+  }
+  void start_all();
+  // Waits for output, a signal or the next timer and relays what came; false when poll failed.
+  bool relay_output();
+  void take_signals();
+  void reap();
+  void on_exit(size_t i, pid_t pid, int status);
+  void check_timers();
+  void flush_streams();
+
+  const std::vector<ProcessSpec>& procs_;
+  const SuperviseOptions& opts_;
+  int sfd_;
+  std::vector<Child> children_;
+  bool stopping_ = false;  // teardown started: later exits are consequences, not causes
+  int result_ = 0;
+  std::vector<int> statuses_;  // how the processes ended (-1: still running or not started)
+  std::vector<std::string> lost_;  // --keep-going: "rank 1 (pid 123) was killed by signal 9 (Killed) after 1.2 s"
+  const Clock::time_point started_ = Clock::now();
+  Clock::time_point kill_at_ = Clock::time_point::max(), timeout_at_ = Clock::time_point::max(),
+                    term_at_ = Clock::time_point::max();
+};
+
+void Supervisor::start_all() {
+  for (size_t i = 0; i < procs_.size(); ++i) {
+    if (start(procs_[i], children_[i], opts_.tag_output) < 0) {
+      if (!stopping_) begin_stop(127, SIGTERM);
       break;
     }
-    if (opts.verbose) say(fmt::format("started {} (pid {})", procs[i].label, children[i].pid));
+    if (opts_.verbose) say(fmt::format("started {} (pid {})", procs_[i].label, children_[i].pid));
   }
+}
 
-  while (alive_count() > 0) {
-    std::vector<pollfd> fds{{sfd, POLLIN, 0}};
-    std::vector<Stream*> streams;
-    for (Child& c : children) {
-      for (Stream* s : {&c.out, &c.err}) {
-        if (s->fd >= 0) {
-          fds.push_back({s->fd, POLLIN, 0});
-          streams.push_back(s);
-        }
+bool Supervisor::relay_output() {
+  std::vector<pollfd> fds{{sfd_, POLLIN, 0}};
+  std::vector<Stream*> streams;
+  for (Child& c : children_) {
+    for (Stream* s : {&c.out, &c.err}) {
+      if (s->fd >= 0) {
+        fds.push_back({s->fd, POLLIN, 0});
+        streams.push_back(s);
       }
-    }
-    auto now = Clock::now();
-    auto next = std::min({kill_at, timeout_at, term_at});
-    int wait_ms = -1;
-    if (next != Clock::time_point::max()) {
-      wait_ms = static_cast<int>(std::max<int64_t>(
-          0, std::chrono::duration_cast<std::chrono::milliseconds>(next - now).count() + 1));
-    }
-    int n = ::poll(fds.data(), fds.size(), wait_ms);
-    if (n < 0 && errno != EINTR) break;
-    for (size_t i = 1; i < fds.size(); ++i) {
-      if (fds[i].revents) streams[i - 1]->pump();
-    }
-    signalfd_siginfo si;
-    while (::read(sfd, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
-      int sig = static_cast<int>(si.ssi_signo);
-      if (sig == SIGCHLD) continue;  // reaped below
-      if (!stopping) {
-        say(fmt::format("got {}; forwarding it to every rank", sigabbrev_np(sig) ? sigabbrev_np(sig) : "a signal"));
-        begin_stop(128 + sig, sig);
-      } else {
-        say("got a second signal; killing every rank now");
-        signal_all(SIGKILL);
-        kill_at = Clock::time_point::max();
-      }
-    }
-    int status;
-    for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;) {
-      for (size_t i = 0; i < children.size(); ++i) {
-        if (children[i].pid != pid) continue;
-        children[i].alive = false;
-        statuses[i] = status;
-        bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-        if (opts.verbose) say(fmt::format("{} (pid {}) {}", procs[i].label, pid, describe_status(status)));
-        if (failed && !stopping && opts.keep_going) {
-          const double after = std::chrono::duration<double>(Clock::now() - started).count();
-          lost.push_back(fmt::format("{} (pid {}) {} after {:.1f} s", procs[i].label, pid, describe_status(status), after));
-          say(fmt::format("{}{}", lost.back(), alive_count() > 0 ? "; the other ranks keep running (--keep-going)" : ""));
-          ::kill(-pid, SIGKILL);  // what it started in its process group goes with it
-        } else if (failed && !stopping) {
-          bool others = alive_count() > 0;
-          say(fmt::format("{} (pid {}) {}{}", procs[i].label, pid, describe_status(status),
-                          others ? "; stopping the other ranks" : ""));
-          begin_failure_stop(exit_code_of(status));
-        }
-      }
-    }
-    now = Clock::now();
-    if (!stopping && now >= timeout_at) {
-      say(fmt::format("the job ran past --timeout {}s; stopping every rank", opts.timeout_s));
-      begin_failure_stop(124);
-    }
-    if (now >= term_at) {
-      term_at = Clock::time_point::max();
-      signal_all(SIGTERM);
-      kill_at = now + opts.grace;
-    }
-    if (stopping && now >= kill_at && alive_count() > 0) {
-      for (size_t i = 0; i < children.size(); ++i) {
-        if (children[i].alive) say(fmt::format("{} (pid {}) did not stop; killing it", procs[i].label, children[i].pid));
-      }
-      signal_all(SIGKILL);
-      kill_at = Clock::time_point::max();
     }
   }
-  // Leftovers: whatever a failed job's ranks started in their groups goes too.
-  if (stopping) signal_all(SIGKILL);
-  if (!stopping && !lost.empty()) result = keep_going_status(statuses, lost);
-  for (Child& c : children) {
+  const auto next = std::min({kill_at_, timeout_at_, term_at_});
+  int wait_ms = -1;
+  if (next != Clock::time_point::max()) {
+    wait_ms = static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(next - Clock::now()).count() + 1));
+  }
+  if (::poll(fds.data(), fds.size(), wait_ms) < 0) return errno == EINTR;
+  for (size_t i = 1; i < fds.size(); ++i) {
+    if (fds[i].revents) streams[i - 1]->pump();
+  }
+  return true;
+}
+
+void Supervisor::take_signals() {
+  signalfd_siginfo si;
+  while (::read(sfd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+    int sig = static_cast<int>(si.ssi_signo);
+    if (sig == SIGCHLD) continue;  // reaped below
+    if (!stopping_) {
+      say(fmt::format("got {}; forwarding it to every rank", sigabbrev_np(sig) ? sigabbrev_np(sig) : "a signal"));
+      begin_stop(128 + sig, sig);
+    } else {
+      say("got a second signal; killing every rank now");
+      signal_all(SIGKILL);
+      kill_at_ = Clock::time_point::max();
+    }
+  }
+}
+
+void Supervisor::on_exit(size_t i, pid_t pid, int status) {
+  children_[i].alive = false;
+  statuses_[i] = status;
+  if (opts_.on_exit) opts_.on_exit(i, status);
+  const bool failed = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  if (opts_.verbose) say(fmt::format("{} (pid {}) {}", procs_[i].label, pid, describe_exit(status)));
+  if (!failed || stopping_) return;
+  if (opts_.keep_going) {
+    const double after = std::chrono::duration<double>(Clock::now() - started_).count();
+    lost_.push_back(fmt::format("{} (pid {}) {} after {:.1f} s", procs_[i].label, pid, describe_exit(status), after));
+    say(fmt::format("{}{}", lost_.back(), alive_count() > 0 ? "; the other ranks keep running (--keep-going)" : ""));
+    ::kill(-pid, SIGKILL);  // what it started in its process group goes with it
+    return;
+  }
+  say(fmt::format("{} (pid {}) {}{}", procs_[i].label, pid, describe_exit(status),
+                  alive_count() > 0 ? "; stopping the other ranks" : ""));
+  begin_failure_stop(exit_code_of(status));
+}
+
+void Supervisor::reap() {
+  int status;
+  for (pid_t pid; (pid = ::waitpid(-1, &status, WNOHANG)) > 0;)
+    for (size_t i = 0; i < children_.size(); ++i)
+      if (children_[i].pid == pid) on_exit(i, pid, status);
+}
+
+void Supervisor::check_timers() {
+  const auto now = Clock::now();
+  if (!stopping_ && now >= timeout_at_) {
+    say(fmt::format("the job ran past --timeout {}s; stopping every rank", opts_.timeout_s));
+    begin_failure_stop(124);
+  }
+  if (now >= term_at_) {
+    term_at_ = Clock::time_point::max();
+    signal_all(SIGTERM);
+    kill_at_ = now + opts_.grace;
+  }
+  if (stopping_ && now >= kill_at_ && alive_count() > 0) {
+    for (size_t i = 0; i < children_.size(); ++i) {
+      if (children_[i].alive) say(fmt::format("{} (pid {}) did not stop; killing it", procs_[i].label, children_[i].pid));
+    }
+    signal_all(SIGKILL);
+    kill_at_ = Clock::time_point::max();
+  }
+}
+
+void Supervisor::flush_streams() {
+  for (Child& c : children_) {
     for (Stream* s : {&c.out, &c.err}) {
       if (s->fd >= 0) {
         s->pump();
@@ -331,6 +354,35 @@ int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opt
       }
     }
   }
+}
+
+int Supervisor::run() {
+  start_all();
+  while (alive_count() > 0) {
+    if (!relay_output()) break;
+    take_signals();
+    reap();
+    check_timers();
+  }
+  // Leftovers: whatever a failed job's ranks started in their groups goes too.
+  if (stopping_) signal_all(SIGKILL);
+  if (!stopping_ && !lost_.empty()) result_ = keep_going_status(statuses_, lost_);
+  flush_streams();
+  if (opts_.statuses) *opts_.statuses = statuses_;
+  return result_;
+}
+
+}  // namespace
+
+int supervise(const std::vector<ProcessSpec>& procs, const SuperviseOptions& opts) {
+  if (!g_blocked) block_job_signals();
+  sigset_t set = job_signals();
+  int sfd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) {
+    say(fmt::format("signalfd: {}", std::strerror(errno)));
+    return 1;
+  }
+  const int result = Supervisor(procs, opts, sfd).run();
   ::close(sfd);
   return result;
 }

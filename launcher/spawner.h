@@ -4,6 +4,7 @@
 // SIGHUP sent to weftrun are forwarded; --timeout stops the whole job.
 #pragma once
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,7 +33,14 @@ struct SuperviseOptions {
   // 0: SIGTERM at once.
   int dump_signal = 0;
   std::chrono::milliseconds dump_wait{1000};
+  // Non-null: given each process's wait status once the job ended (-1: never started).
+  std::vector<int>* statuses = nullptr;
+  // Called as each process ends: its index in procs and its wait status.
+  std::function<void(size_t, int)> on_exit;
 };
+
+// "exited with status N" or "was killed by signal N (Name)", for a wait status.
+std::string describe_exit(int status);
 
 // weftrun's status with --keep-going when some ranks died (by a signal) but every other rank
 // exited 0: the job finished on the survivors.

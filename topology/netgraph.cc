@@ -51,94 +51,110 @@ NetGraph::NetGraph(const ClusterView& view, const CostModel& model) : view_(view
   rank_switch_.assign(p, -1);
   rank_router_.assign(p, -1);
   rank_nic_.assign(p, -1);
-  for (int n = 0; n < N; ++n) {
-    const std::vector<int>& ranks = view.ranks_of_node[n];
-    const NodeSummary& s = view.nodes[n];
-    // Inside the node: GPU links (direct, or one port per GPU into the NVSwitches), and a hub for
-    // every other path (shared memory, PCIe), each rank's way into it as fast as its fastest
-    // such path.
-    for (size_t i = 0; i < ranks.size(); ++i) {
-      const int a = ranks[i];
-      double hub_gbs = 0, port_gbs = 0;
-      for (size_t j = 0; j < ranks.size(); ++j) {
-        if (i == j) continue;
-        const int b = ranks[j];
-        const Path path = intra_path(view, a, b);
-        const LinkCost c = model.edge(path);
-        if (path.cls == PathClass::kNV) {
-          if (s.gpu_switch) port_gbs = std::max(port_gbs, c.gbs);
-          else if (j > i && edge_between(a, b) < 0) add_pair(a, b, c.gbs);
-        } else {
-          hub_gbs = std::max(hub_gbs, c.gbs);
-        }
-      }
-      if (port_gbs > 0) {
-        if (nvswitch_[n] < 0) nvswitch_[n] = add_vertex(fmt::format("node {} NVSwitch", n), n);
-        rank_switch_[a] = add_pair(a, nvswitch_[n], port_gbs);
-      }
-      if (hub_gbs > 0) {
-        if (hub_[n] < 0) hub_[n] = add_vertex(fmt::format("node {} host", n), n);
-        rank_hub_[a] = add_pair(a, hub_[n], hub_gbs);
-      }
-    }
-  }
+  for (int n = 0; n < N; ++n) build_node(n);
   if (N <= 1) return;
-  if (model.fabric.mesh()) {
-    for (int n = 0; n < N; ++n) {
-      router_[n] = add_vertex(fmt::format("node {} router", n), n);
-      for (int r : view.ranks_of_node[n]) rank_router_[r] = add_pair(r, router_[n], kUnlimitedGbs);
-    }
-    std::vector<std::vector<std::pair<int, int>>> adj(N);  // node -> (node, router edge)
-    std::vector<double> link_alpha;
-    for (const NodeLink& l : model.fabric.links) {
-      if (l.a >= N || l.b >= N) continue;  // a link of nodes this job does not have
-      const int e = add_pair(router_[l.a], router_[l.b], l.gbs);
-      adj[l.a].push_back({l.b, e});
-      adj[l.b].push_back({l.a, e + 1});
-      link_alpha.resize(edges_.size(), 0);
-      link_alpha[e] = link_alpha[e + 1] = l.alpha_us >= 0 ? l.alpha_us : model.net.alpha_us;
-    }
-    // From every node: the fewest links, then the widest path (deterministic: lower node first).
-    mesh_route_.assign(N, std::vector<std::vector<int>>(N));
-    mesh_alpha_.assign(N, std::vector<double>(N, 0));
-    for (int src = 0; src < N; ++src) {
-      std::vector<int> hops(N, -1), via(N, -1), prev(N, -1);
-      std::vector<double> width(N, 0);
-      hops[src] = 0;
-      width[src] = kUnlimitedGbs;
-      std::vector<int> frontier{src};
-      while (!frontier.empty()) {
-        std::vector<int> next;
-        for (int u : frontier)
-          for (const auto& [v, e] : adj[u]) {
-            const double w = std::min(width[u], edges_[e].gbs);
-            if (hops[v] < 0) {
-              hops[v] = hops[u] + 1, width[v] = w, via[v] = e, prev[v] = u;
-              next.push_back(v);
-            } else if (hops[v] == hops[u] + 1 && w > width[v]) {
-              width[v] = w, via[v] = e, prev[v] = u;
-            }
-          }
-        std::sort(next.begin(), next.end());
-        frontier = std::move(next);
-      }
-      for (int dst = 0; dst < N; ++dst) {
-        if (dst == src) continue;
-        if (hops[dst] < 0)
-          fail(ErrorCode::kInvalidArgument, "network: node {} has no links that reach node {} (fabric links {})", src,
-               dst, model.fabric.links.size());
-        std::vector<int> path;
-        for (int v = dst; v != src; v = prev[v]) {
-          path.push_back(via[v]);
-          mesh_alpha_[src][dst] += link_alpha[via[v]];
-        }
-        std::reverse(path.begin(), path.end());
-        mesh_route_[src][dst] = std::move(path);
+  if (model.fabric.mesh()) build_mesh();
+  else build_switched();
+}
+
+// Inside node n: GPU links (direct, or one port per GPU into the NVSwitches), and a hub for every
+// other path (shared memory, PCIe), each rank's way into it as fast as its fastest such path.
+void NetGraph::build_node(int n) {
+  const ClusterView& view = view_;
+  const CostModel& model = model_;
+  const std::vector<int>& ranks = view.ranks_of_node[n];
+  const NodeSummary& s = view.nodes[n];
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const int a = ranks[i];
+    double hub_gbs = 0, port_gbs = 0;
+    for (size_t j = 0; j < ranks.size(); ++j) {
+      if (i == j) continue;
+      const int b = ranks[j];
+      const Path path = intra_path(view, a, b);
+      const LinkCost c = model.edge(path);
+      if (path.cls == PathClass::kNV) {
+        if (s.gpu_switch) port_gbs = std::max(port_gbs, c.gbs);
+        else if (j > i && edge_between(a, b) < 0) add_pair(a, b, c.gbs);
+      } else {
+        hub_gbs = std::max(hub_gbs, c.gbs);
       }
     }
-    return;
+    if (port_gbs > 0) {
+      if (nvswitch_[n] < 0) nvswitch_[n] = add_vertex(fmt::format("node {} NVSwitch", n), n);
+      rank_switch_[a] = add_pair(a, nvswitch_[n], port_gbs);
+    }
+    if (hub_gbs > 0) {
+      if (hub_[n] < 0) hub_[n] = add_vertex(fmt::format("node {} host", n), n);
+      rank_hub_[a] = add_pair(a, hub_[n], hub_gbs);
+    }
   }
-  // Switched: every rank's NIC, then leaves and a spine, or one core switch.
+}
+
+// A mesh: a router per node, the fabric's direct node links between them, and from every node the
+// fewest links, then the widest path (deterministic: lower node first).
+void NetGraph::build_mesh() {
+  const ClusterView& view = view_;
+  const CostModel& model = model_;
+  const int N = view.num_nodes();
+  for (int n = 0; n < N; ++n) {
+    router_[n] = add_vertex(fmt::format("node {} router", n), n);
+    for (int r : view.ranks_of_node[n]) rank_router_[r] = add_pair(r, router_[n], kUnlimitedGbs);
+  }
+  std::vector<std::vector<std::pair<int, int>>> adj(N);  // node -> (node, router edge)
+  std::vector<double> link_alpha;
+  for (const NodeLink& l : model.fabric.links) {
+    if (l.a >= N || l.b >= N) continue;  // a link of nodes this job does not have
+    const int e = add_pair(router_[l.a], router_[l.b], l.gbs);
+    adj[l.a].push_back({l.b, e});
+    adj[l.b].push_back({l.a, e + 1});
+    link_alpha.resize(edges_.size(), 0);
+    link_alpha[e] = link_alpha[e + 1] = l.alpha_us >= 0 ? l.alpha_us : model.net.alpha_us;
+  }
+  // From every node: the fewest links, then the widest path (deterministic: lower node first).
+  mesh_route_.assign(N, std::vector<std::vector<int>>(N));
+  mesh_alpha_.assign(N, std::vector<double>(N, 0));
+  for (int src = 0; src < N; ++src) {
+    std::vector<int> hops(N, -1), via(N, -1), prev(N, -1);
+    std::vector<double> width(N, 0);
+    hops[src] = 0;
+    width[src] = kUnlimitedGbs;
+    std::vector<int> frontier{src};
+    while (!frontier.empty()) {
+      std::vector<int> next;
+      for (int u : frontier)
+        for (const auto& [v, e] : adj[u]) {
+          const double w = std::min(width[u], edges_[e].gbs);
+          if (hops[v] < 0) {
+            hops[v] = hops[u] + 1, width[v] = w, via[v] = e, prev[v] = u;
+            next.push_back(v);
+          } else if (hops[v] == hops[u] + 1 && w > width[v]) {
+            width[v] = w, via[v] = e, prev[v] = u;
+          }
+        }
+      std::sort(next.begin(), next.end());
+      frontier = std::move(next);
+    }
+    for (int dst = 0; dst < N; ++dst) {
+      if (dst == src) continue;
+      if (hops[dst] < 0)
+        fail(ErrorCode::kInvalidArgument, "network: node {} has no links that reach node {} (fabric links {})", src,
+             dst, model.fabric.links.size());
+      std::vector<int> path;
+      for (int v = dst; v != src; v = prev[v]) {
+        path.push_back(via[v]);
+        mesh_alpha_[src][dst] += link_alpha[via[v]];
+      }
+      std::reverse(path.begin(), path.end());
+      mesh_route_[src][dst] = std::move(path);
+    }
+  }
+}
+
+// Switched: every rank's NIC, then leaves and a spine, or one core switch.
+void NetGraph::build_switched() {
+  const ClusterView& view = view_;
+  const CostModel& model = model_;
+  const int p = view.size();
   const NetFabric& f = model.fabric;
   std::map<std::pair<int, std::string>, int> nics;  // (node, NIC id) -> vertex
   std::map<int, double> leaf_gbs;                    // leaf -> the NIC bandwidth under it

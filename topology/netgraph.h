@@ -53,6 +53,10 @@ class NetGraph {
   int add_vertex(std::string name, int node = -1);
   int add_pair(int a, int b, double gbs);  // both directions; returns the a -> b edge
   int edge_between(int a, int b) const;    // -1 when none
+  // The constructor's parts: inside node n, then between the nodes (a mesh or switches).
+  void build_node(int n);
+  void build_mesh();
+  void build_switched();
 
   const ClusterView& view_;
   const CostModel& model_;

@@ -235,13 +235,7 @@ std::vector<SizeSpec> size_list(const Opts& o) {
   return out;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Bench b;
-  Opts& o = b.o;
-  CLI::App app{"weft-perf: Weft's collectives, measured and checked as nccl-tests does"};
-  std::vector<std::string> c_values;  // -c is both nccl-tests' check (0/1) and the collective here
+void add_options(CLI::App& app, Opts& o, std::vector<std::string>& c_values) {
   app.add_option("-c", c_values, "a collective (allreduce|reducescatter|allgather|broadcast|reduce|alltoall|sendrecv, "
                                  "a comma list, or all) or check 0/1; may be repeated: -c allreduce -c 0");
   app.add_option("--collective", o.colls, "the collective(s), as -c");
@@ -270,57 +264,46 @@ int main(int argc, char** argv) {
                "buffers from weftMemAlloc (windows: node-shared memory; all-reduces on them run without copies) instead of malloc");
   app.add_flag("--ceiling", o.ceiling, "measure this machine's copy / a+=b bandwidth and the all-reduce bound; no Weft");
   app.add_option("--threads", o.threads, "--ceiling: threads (= ranks) for the aggregate figures (default 2)");
-  CLI11_PARSE(app, argc, argv);
-  std::vector<SizeSpec> sizes;
-  try {
-    sizes = size_list(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "weft-perf: %s\n", e.what());
-    return 2;
-  }
-  if (o.ceiling) {
-    std::vector<size_t> bytes;
-    for (auto& s : sizes) bytes.push_back(s.bytes);
-    int threads = o.threads > 0 ? o.threads : 2;
-    print_ceiling(measure_ceiling(bytes, threads), threads, o.csv);
-    return 0;
-  }
+}
+
+// What to run: -c's collective or check value, and the collectives, types and ops named.
+struct Choices {
+  std::vector<Coll> colls;
+  std::vector<const TypeInfo*> types;
+  std::vector<weftRedOp_t> ops;
+};
+
+bool parse_choices(Opts& o, const std::vector<std::string>& c_values, Choices& ch) {
+  auto& colls = ch.colls;
+  auto& types = ch.types;
+  auto& ops = ch.ops;
   for (auto& v : c_values) {
     if (v == "0" || v == "1") o.check = v[0] - '0';
     else o.colls = v;
   }
-  std::vector<Coll> colls;
-  std::vector<const TypeInfo*> types;
-  std::vector<weftRedOp_t> ops;
   for (auto& name : split(o.colls == "all" ? "allreduce,reducescatter,allgather,broadcast,reduce,alltoall,sendrecv" : o.colls)) {
     Coll c;
-    if (!parse_coll(name, &c)) return std::fprintf(stderr, "weft-perf: unknown collective '%s'\n", name.c_str()), 2;
+    if (!parse_coll(name, &c)) return std::fprintf(stderr, "weft-perf: unknown collective '%s'\n", name.c_str()), false;
     colls.push_back(c);
   }
   if (o.type == "all")
     for (auto& t : all_types()) types.push_back(&t);
   for (auto& name : o.type == "all" ? std::vector<std::string>{} : split(o.type)) {
     const TypeInfo* t = find_type(name);
-    if (!t) return std::fprintf(stderr, "weft-perf: unknown type '%s'\n", name.c_str()), 2;
+    if (!t) return std::fprintf(stderr, "weft-perf: unknown type '%s'\n", name.c_str()), false;
     types.push_back(t);
   }
   for (auto& name : split(o.op == "all" ? "sum,prod,min,max,avg" : o.op)) {
     weftRedOp_t op;
-    if (!parse_op(name, &op)) return std::fprintf(stderr, "weft-perf: unknown op '%s'\n", name.c_str()), 2;
+    if (!parse_op(name, &op)) return std::fprintf(stderr, "weft-perf: unknown op '%s'\n", name.c_str()), false;
     ops.push_back(op);
   }
-  std::vector<std::string> algos = split(o.algo);
-  if (algos.size() == 1 && algos[0] != "auto") setenv("WEFT_ALGO", algos[0].c_str(), 1);
-  if (algos.size() == 1 && algos[0] == "auto") unsetenv("WEFT_ALGO");
-  const bool several = algos.size() > 1;
-  if (!several) algos = {""};
+  return true;
+}
 
-  WCHECK(weftCommInitFromEnv(&b.comm));
-  WCHECK(weftCommRank(b.comm, &b.rank));
-  WCHECK(weftCommCount(b.comm, &b.n));
-  if (several)  // every name checked before anything runs
-    for (const std::string& a : algos) WCHECK(weftCommSetAlgorithm(b.comm, a == "auto" ? "" : a.c_str()));
-  if (o.root < 0 || o.root >= b.n) return std::fprintf(stderr, "weft-perf: root %d out of range\n", o.root), 2;
+// The send and receive buffers, allocated once at the largest size and touched now.
+bool allocate(Bench& b, const std::vector<SizeSpec>& sizes) {
+  const Opts& o = b.o;
   size_t max_bytes = 0;
   for (auto& s : sizes) max_bytes = std::max(max_bytes, s.bytes);
   max_bytes = (max_bytes + 63) / 64 * 64;
@@ -336,9 +319,71 @@ int main(int argc, char** argv) {
     b.send_base = static_cast<unsigned char*>(std::aligned_alloc(4096, alloc_bytes));
     b.recv_base = static_cast<unsigned char*>(std::aligned_alloc(4096, alloc_bytes));
   }
-  if (!b.send_base || !b.recv_base) return std::fprintf(stderr, "weft-perf: out of memory\n"), 2;
+  if (!b.send_base || !b.recv_base) return std::fprintf(stderr, "weft-perf: out of memory\n"), false;
   std::memset(b.send_base, 0, max_bytes + 2 * kGuard);
   std::memset(b.recv_base, 0, max_bytes + 2 * kGuard);
+
+  return true;
+}
+
+// What the figures mean: how calls were made, the sizes with their timed and warm-up calls, how
+// ranks' times combine, and whether results were checked.
+std::string how_measured(const Opts& o, bool several, const std::vector<SizeSpec>& sizes) {
+  std::string how = std::string(o.blocking ? "blocking" : "non-blocking") + " calls, time " +
+                    (o.average == 0 ? "of rank 0" : o.average == 1 ? "averaged over ranks" : o.average == 2 ? "min over ranks" : "max over ranks") +
+                    " (-a " + std::to_string(o.average) + "), results " + (o.check ? "checked" : "not checked") +
+                    (o.algo.empty() ? "" : (several ? ", algorithms " : ", WEFT_ALGO=") + o.algo) + "\n# sizes (B:timed:warm-up):";
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    if (k == 8 && sizes.size() > 10) {
+      how += " ... " + std::to_string(sizes.size() - 9) + " more ...";
+      k = sizes.size() - 1;
+    }
+    how += " " + std::to_string(sizes[k].bytes) + ":" + std::to_string(sizes[k].iters) + ":" + std::to_string(sizes[k].warmup);
+  }
+  return how;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Bench b;
+  Opts& o = b.o;
+  CLI::App app{"weft-perf: Weft's collectives, measured and checked as nccl-tests does"};
+  std::vector<std::string> c_values;  // -c is both nccl-tests' check (0/1) and the collective here
+  add_options(app, o, c_values);
+  CLI11_PARSE(app, argc, argv);
+  std::vector<SizeSpec> sizes;
+  try {
+    sizes = size_list(o);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weft-perf: %s\n", e.what());
+    return 2;
+  }
+  if (o.ceiling) {
+    std::vector<size_t> bytes;
+    for (auto& s : sizes) bytes.push_back(s.bytes);
+    int threads = o.threads > 0 ? o.threads : 2;
+    print_ceiling(measure_ceiling(bytes, threads), threads, o.csv);
+    return 0;
+  }
+  Choices ch;
+  if (!parse_choices(o, c_values, ch)) return 2;
+  const auto& colls = ch.colls;
+  const auto& types = ch.types;
+  const auto& ops = ch.ops;
+  std::vector<std::string> algos = split(o.algo);
+  if (algos.size() == 1 && algos[0] != "auto") setenv("WEFT_ALGO", algos[0].c_str(), 1);
+  if (algos.size() == 1 && algos[0] == "auto") unsetenv("WEFT_ALGO");
+  const bool several = algos.size() > 1;
+  if (!several) algos = {""};
+
+  WCHECK(weftCommInitFromEnv(&b.comm));
+  WCHECK(weftCommRank(b.comm, &b.rank));
+  WCHECK(weftCommCount(b.comm, &b.n));
+  if (several)  // every name checked before anything runs
+    for (const std::string& a : algos) WCHECK(weftCommSetAlgorithm(b.comm, a == "auto" ? "" : a.c_str()));
+  if (o.root < 0 || o.root >= b.n) return std::fprintf(stderr, "weft-perf: root %d out of range\n", o.root), 2;
+  if (!allocate(b, sizes)) return 2;
 
   const bool table = b.rank == 0 && o.csv != "-" && o.json != "-";
   Report rep(b.rank == 0 ? o.csv : "", b.rank == 0 ? o.json : "", table, several);
@@ -351,19 +396,7 @@ int main(int argc, char** argv) {
   double bw_sum = 0;
   int bw_n = 0;
   for (Coll c : colls) {
-    // What the figures mean: how calls were made, the sizes with their timed and warm-up calls,
-    // how ranks' times combine, and whether results were checked.
-    std::string how = std::string(o.blocking ? "blocking" : "non-blocking") + " calls, time " +
-                      (o.average == 0 ? "of rank 0" : o.average == 1 ? "averaged over ranks" : o.average == 2 ? "min over ranks" : "max over ranks") +
-                      " (-a " + std::to_string(o.average) + "), results " + (o.check ? "checked" : "not checked") +
-                      (o.algo.empty() ? "" : (several ? ", algorithms " : ", WEFT_ALGO=") + o.algo) + "\n# sizes (B:timed:warm-up):";
-    for (size_t k = 0; k < sizes.size(); ++k) {
-      if (k == 8 && sizes.size() > 10) {
-        how += " ... " + std::to_string(sizes.size() - 9) + " more ...";
-        k = sizes.size() - 1;
-      }
-      how += " " + std::to_string(sizes[k].bytes) + ":" + std::to_string(sizes[k].iters) + ":" + std::to_string(sizes[k].warmup);
-    }
+    const std::string how = how_measured(o, several, sizes);
     rep.header(coll_name(c), b.n, how);
     for (const TypeInfo* t : types)
       for (weftRedOp_t op : coll_reduces(c) ? ops : std::vector<weftRedOp_t>{weftSum})

@@ -29,70 +29,88 @@
 
 namespace weft {
 
-void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
-  const int n = b.nranks();
-  const uint64_t es = dtype_size(a.dtype), total = a.count * es;
-  if (a.count == 0) return;
-  if (n == 1) {
-    if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, total);
-    return;
-  }
-  const std::vector<int> order = node_order(opt, n);
-  const int r = position_of(order, b.rank());  // "rank" below: the position in node order
-  int p = 1;
-  while (p * 2 <= n) p *= 2;
-  const int rem = n - p;
-  const int newrank = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
-  auto real_rank = [&](int q) { return order[q < rem ? 2 * q + 1 : q + rem]; };
-  if (r < 2 * rem) b.need_scratch(total);  // the folded-in vector (then each halving step's half, below)
-  const uint64_t slice = opt.slice_bytes;
-  auto sliced = [&](uint64_t off, uint64_t bytes) { return SlicedRange(off / es, bytes / es, es, slices_for(bytes / es, es, slice)); };
+namespace {
 
+// One rank's build: where it stands (its position r in node order, its new rank in the power of
+// two), where its data is, and which steps last wrote or read each range.
+struct Rhd {
+  ScheduleBuilder& b;
+  const CollectiveArgs& a;
+  std::vector<int> order;
+  uint64_t es, total, slice;
+  int r, p, rem, newrank;
   // Where this rank's current data lives: the send buffer until it first combines.
-  Buf cur = a.in_place ? Buf::kRecv : Buf::kSend;
+  Buf cur;
   RangeWriters writers;        // the combinations that last wrote ranges of the receive buffer
   RangeWriters scratch_reads;  // the combinations that read ranges of the scratch buffer
   std::vector<StepId> reads;   // sends out of the receive buffer (write-after-read)
-  if (r < 2 * rem) {
-    const SlicedRange all = sliced(0, total);
-    if (newrank < 0) {  // even: hand everything to r+1, get the result back at the end
-      std::vector<StepId> sent;
-      for (uint64_t j = 0; j < all.slices; ++j) sent.push_back(b.send(order[r + 1], {cur, all.off(j)}, all.bytes(j)));
-      StepId rv = b.recv(order[r + 1], {Buf::kRecv, 0}, total);
-      for (StepId x : sent) b.add_dep(rv, x);
-      return;
-    }
-    // The fold, slice by slice: each slice is combined as it arrives.
-    for (uint64_t j = 0; j < all.slices; ++j) {
-      const uint64_t off = all.off(j), bytes = all.bytes(j);
-      StepId rv = b.recv(order[r - 1], {Buf::kScratch, off}, bytes);
-      StepId c = b.reduce3({Buf::kRecv, off}, {cur, off}, {Buf::kScratch, off}, bytes, {rv});
-      writers.add(off, bytes, c);
-      scratch_reads.add(off, bytes, c);
-    }
-    cur = Buf::kRecv;
-  }
-  auto range = [&](int lo, int hi, uint64_t* off, uint64_t* bytes) {
-    *off = part_offset(a.count, p, lo) * es;
-    *bytes = part_offset(a.count, p, hi) * es - *off;
-  };
-  // Halving, each step's halves cut into slices (the partner cuts the same range the same way):
-  // a slice is combined as soon as it arrives, so the reductions run under the transfers. A
-  // step's sends wait for all of the previous step's combinations: letting the steps overlap
-  // (each slice sent on as soon as it is combined) keeps two connections per NIC busy at once,
-  // which ran slower over TCP (docs/PERFORMANCE.md, "Emulated cluster").
-  // Clear to send: where n is not a power of two and the vector is more than one slice, a halving
-  // step after the first sends only once its partner says (a message of no bytes) that it has
-  // combined its previous step. Without it the ranks whose previous step stayed inside their node
-  // (or who skipped the fold) send the next one while their partner still receives the previous
-  // one over its NIC, and the two steps share that link: 3 nodes x 2 ranks, 16 MiB, the first
-  // step between nodes took 107 ms instead of 70.5 in the event level (docs/PERFORMANCE.md,
-  // "Both levels beside the emulated cluster"). Small vectors skip it: a message's latency
-  // would cost more than the overlap.
-  const bool clear_to_send = rem > 0 && total > slice;
-  int lo = 0, hi = p;
-  uint64_t scratch_base = 0;  // each step receives into its own part of the scratch buffer
+  int lo = 0, hi = 0;          // the blocks this rank owns
   std::vector<StepId> step_sends;  // the last halving step's sends
+
+  Rhd(ScheduleBuilder& builder, const CollectiveArgs& args, const AlgoOptions& opt)
+      : b(builder), a(args), order(node_order(opt, builder.nranks())), es(dtype_size(args.dtype)),
+        total(args.count * es), slice(opt.slice_bytes), r(position_of(order, builder.rank())), p(1),
+        cur(args.in_place ? Buf::kRecv : Buf::kSend) {
+    const int n = b.nranks();
+    while (p * 2 <= n) p *= 2;
+    rem = n - p;
+    newrank = r < 2 * rem ? (r % 2 ? r / 2 : -1) : r - rem;
+    hi = p;
+  }
+  int real_rank(int q) const { return order[q < rem ? 2 * q + 1 : q + rem]; }
+  SlicedRange sliced(uint64_t off, uint64_t bytes) const {
+    return SlicedRange(off / es, bytes / es, es, slices_for(bytes / es, es, slice));
+  }
+  void range(int l, int h, uint64_t* off, uint64_t* bytes) const {
+    *off = part_offset(a.count, p, l) * es;
+    *bytes = part_offset(a.count, p, h) * es - *off;
+  }
+  bool fold();
+  void halving();
+  void doubling();
+};
+
+// The fold of ranks below 2 * rem; false on the even ones, which are done once they have handed
+// their vector over (and posted the receive of the result).
+bool Rhd::fold() {
+  if (r >= 2 * rem) return true;
+  b.need_scratch(total);  // the folded-in vector (then each halving step's half)
+  const SlicedRange all = sliced(0, total);
+  if (newrank < 0) {  // even: hand everything to r+1, get the result back at the end
+    std::vector<StepId> sent;
+    for (uint64_t j = 0; j < all.slices; ++j) sent.push_back(b.send(order[r + 1], {cur, all.off(j)}, all.bytes(j)));
+    StepId rv = b.recv(order[r + 1], {Buf::kRecv, 0}, total);
+    for (StepId x : sent) b.add_dep(rv, x);
+    return false;
+  }
+  // The fold, slice by slice: each slice is combined as it arrives.
+  for (uint64_t j = 0; j < all.slices; ++j) {
+    const uint64_t off = all.off(j), bytes = all.bytes(j);
+    StepId rv = b.recv(order[r - 1], {Buf::kScratch, off}, bytes);
+    StepId c = b.reduce3({Buf::kRecv, off}, {cur, off}, {Buf::kScratch, off}, bytes, {rv});
+    writers.add(off, bytes, c);
+    scratch_reads.add(off, bytes, c);
+  }
+  cur = Buf::kRecv;
+  return true;
+}
+
+// Halving, each step's halves cut into slices (the partner cuts the same range the same way):
+// a slice is combined as soon as it arrives, so the reductions run under the transfers. A
+// step's sends wait for all of the previous step's combinations: letting the steps overlap
+// (each slice sent on as soon as it is combined) keeps two connections per NIC busy at once,
+// which ran slower over TCP (docs/PERFORMANCE.md, "Emulated cluster").
+// Clear to send: where n is not a power of two and the vector is more than one slice, a halving
+// step after the first sends only once its partner says (a message of no bytes) that it has
+// combined its previous step. Without it the ranks whose previous step stayed inside their node
+// (or who skipped the fold) send the next one while their partner still receives the previous
+// one over its NIC, and the two steps share that link: 3 nodes x 2 ranks, 16 MiB, the first
+// step between nodes took 107 ms instead of 70.5 in the event level (docs/PERFORMANCE.md,
+// "Both levels beside the emulated cluster"). Small vectors skip it: a message's latency
+// would cost more than the overlap.
+void Rhd::halving() {
+  const bool clear_to_send = rem > 0 && total > slice;
+  uint64_t scratch_base = 0;  // each step receives into its own part of the scratch buffer
   for (int m = 1; m < p; m *= 2) {
     step_sends.clear();
     const int partner = real_rank(newrank ^ m), mid = (lo + hi) / 2;
@@ -136,6 +154,11 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     else lo = mid;
   }
   b.need_scratch(scratch_base);
+}
+
+// Doubling: exchange the owned range with the partner of each halving step, in reverse; then the
+// unfold (the result back to the even partner).
+void Rhd::doubling() {
   uint64_t off, bytes;
   range(lo, hi, &off, &bytes);
   StepId last = kNoStep;  // the owned range is final after `writers` (and the average)
@@ -143,7 +166,6 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     last = b.avg({Buf::kRecv, off}, bytes);
     writers.gate(b, last, off, bytes);
   }
-  // Doubling: exchange the owned range with the partner of each halving step, in reverse.
   for (int m = p / 2; m >= 1; m /= 2) {
     const int partner = real_rank(newrank ^ m);
     const bool lower = (newrank & m) == 0;
@@ -173,6 +195,20 @@ void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const Algo
     StepId u = b.send(order[r - 1], {Buf::kRecv, 0}, total, {last});
     writers.gate(b, u, 0, total);
   }
+}
+
+}  // namespace
+
+void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt) {
+  if (a.count == 0) return;
+  if (b.nranks() == 1) {
+    if (!a.in_place) b.copy({Buf::kRecv, 0}, {Buf::kSend, 0}, a.count * dtype_size(a.dtype));
+    return;
+  }
+  Rhd rhd(b, a, opt);
+  if (!rhd.fold()) return;
+  rhd.halving();
+  rhd.doubling();
 }
 
 }  // namespace weft

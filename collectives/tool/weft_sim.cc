@@ -351,8 +351,26 @@ std::string svg_plot(const std::vector<Row>& rows, const std::string& title) {
 
 std::string us_text(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); }
 
-// Why the event level left rows out: native rows (no schedule), steps past --max-steps, no packing.
-void print_event_notes(const std::vector<Row>& rows, const Options& o) {
+// The text report: a table per collective and size, what the event level skipped, the anchors.
+void print_text(const std::vector<Row>& rows, const std::string& input, const Setup& setup, const Options& o,
+                const std::vector<Anchor>& anchor_rows) {
+  std::cout << fmt::format("{}: {}\n", input.empty() ? "this machine" : input, setup.what);
+  std::cout << "closed: the planner's formulas; event: every rank's schedule played over the modelled links "
+               "(* = the automatic choice; busbw from the event level where it ran)\n";
+  CollectiveKind last_c = CollectiveKind::kBarrier;
+  uint64_t last_s = 0;
+  for (const Row& r : rows) {
+    if (r.coll != last_c || r.size != last_s) {
+      std::cout << fmt::format("\n{} {}\n{:>7} {:>6} {:>8} {:>14} {:>14} {:>7} {:>11}\n", collective_name(r.coll),
+                               size_label(static_cast<double>(r.size)), "gpus", "nodes", "algo", "closed us", "event us",
+                               "ev/cl", "busbw GB/s");
+      last_c = r.coll, last_s = r.size;
+    }
+    const std::string ratio = r.closed_us && r.event_us ? fmt::format("{:.2f}", *r.event_us / *r.closed_us) : "-";
+    std::cout << fmt::format("{:>7} {:>6} {:>7}{} {:>14} {:>14} {:>7} {:>11.1f}\n", r.gpus, r.nodes, r.algo,
+                             r.chosen ? "*" : " ", us_text(r.closed_us), us_text(r.event_us), ratio, r.busbw());
+  }
+  // Why the event level left rows out: native rows (no schedule), steps past --max-steps, no packing.
   std::set<std::string> skipped, unpacked, native;
   for (const Row& r : rows)
     if (!r.event_note.empty() && o.event)
@@ -377,6 +395,28 @@ void print_event_notes(const std::vector<Row>& rows, const Options& o) {
     for (const auto& s : unpacked) std::cout << " " << s << ";";
     std::cout << "\n";
   }
+  if (!anchor_rows.empty()) {
+    std::cout << "\nPublished anchors beside this model (built-in setups, the cost model's alpha):\n";
+    for (const Anchor& a : anchor_rows)
+      std::cout << fmt::format("  {}\n    published: {}   model: closed {} {}, event {} {}\n", a.what, a.published,
+                               us_text(a.closed), a.unit, us_text(a.event), a.unit);
+  }
+}
+
+nlohmann::json report_json(const std::vector<Row>& rows, const std::string& input, const Setup& setup,
+                           const FabricSpec& fabric, const Options& o, const std::vector<Anchor>& anchor_rows,
+                           double seconds) {
+  nlohmann::json j;
+  j["setup"] = {{"input", input}, {"node", setup.what}, {"fabric", fabric.text}, {"slice", o.slice},
+                {"cost_model", setup.model.to_json()}, {"seconds", seconds}};
+  j["results"] = nlohmann::json::array();
+  for (const Row& r : rows) j["results"].push_back(row_json(r));
+  j["anchors"] = nlohmann::json::array();
+  for (const Anchor& a : anchor_rows)
+    j["anchors"].push_back({{"what", a.what}, {"published", a.published}, {"published_value", a.published_value},
+                            {"unit", a.unit}, {"closed", a.closed ? nlohmann::json(*a.closed) : nlohmann::json(nullptr)},
+                            {"event", a.event ? nlohmann::json(*a.event) : nlohmann::json(nullptr)}});
+  return j;
 }
 
 }  // namespace
@@ -472,17 +512,7 @@ int main(int argc, char** argv) {
       if (!f) fail(ErrorCode::kSystemError, "cannot write '{}'", svg);
     }
     if (json) {
-      nlohmann::json j;
-      j["setup"] = {{"input", input}, {"node", setup.what}, {"fabric", fabric.text}, {"slice", o.slice},
-                    {"cost_model", setup.model.to_json()}, {"seconds", seconds}};
-      j["results"] = nlohmann::json::array();
-      for (const Row& r : rows) j["results"].push_back(row_json(r));
-      j["anchors"] = nlohmann::json::array();
-      for (const Anchor& a : anchor_rows)
-        j["anchors"].push_back({{"what", a.what}, {"published", a.published}, {"published_value", a.published_value},
-                                {"unit", a.unit}, {"closed", a.closed ? nlohmann::json(*a.closed) : nlohmann::json(nullptr)},
-                                {"event", a.event ? nlohmann::json(*a.event) : nlohmann::json(nullptr)}});
-      std::cout << j.dump(2) << "\n";
+      std::cout << report_json(rows, input, setup, fabric, o, anchor_rows, seconds).dump(2) << "\n";
       return 0;
     }
     if (csv) {
@@ -494,29 +524,7 @@ int main(int argc, char** argv) {
                                  r.chosen ? 1 : 0);
       return 0;
     }
-    std::cout << fmt::format("{}: {}\n", input.empty() ? "this machine" : input, setup.what);
-    std::cout << "closed: the planner's formulas; event: every rank's schedule played over the modelled links "
-                 "(* = the automatic choice; busbw from the event level where it ran)\n";
-    CollectiveKind last_c = CollectiveKind::kBarrier;
-    uint64_t last_s = 0;
-    for (const Row& r : rows) {
-      if (r.coll != last_c || r.size != last_s) {
-        std::cout << fmt::format("\n{} {}\n{:>7} {:>6} {:>8} {:>14} {:>14} {:>7} {:>11}\n", collective_name(r.coll),
-                                 size_label(static_cast<double>(r.size)), "gpus", "nodes", "algo", "closed us", "event us",
-                                 "ev/cl", "busbw GB/s");
-        last_c = r.coll, last_s = r.size;
-      }
-      const std::string ratio = r.closed_us && r.event_us ? fmt::format("{:.2f}", *r.event_us / *r.closed_us) : "-";
-      std::cout << fmt::format("{:>7} {:>6} {:>7}{} {:>14} {:>14} {:>7} {:>11.1f}\n", r.gpus, r.nodes, r.algo,
-                               r.chosen ? "*" : " ", us_text(r.closed_us), us_text(r.event_us), ratio, r.busbw());
-    }
-    print_event_notes(rows, o);
-    if (!anchor_rows.empty()) {
-      std::cout << "\nPublished anchors beside this model (built-in setups, the cost model's alpha):\n";
-      for (const Anchor& a : anchor_rows)
-        std::cout << fmt::format("  {}\n    published: {}   model: closed {} {}, event {} {}\n", a.what, a.published,
-                                 us_text(a.closed), a.unit, us_text(a.event), a.unit);
-    }
+    print_text(rows, input, setup, o, anchor_rows);
     std::cout << fmt::format("\n({:.2f} s)\n", seconds);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weft-sim: error: %s\n", e.what());

@@ -42,7 +42,8 @@ void Execution::start(const Schedule& s, const ExecBuffers& bufs, ExecContext& c
   n_ = s.steps.size();
   head_ = completed_ = 0;
   peer_grace_ = 0;
-  next_watchdog_ = next_peer_check_ = Clock::time_point{};
+  watchdog_due_.now();
+  peer_check_due_.now();
   ready_.clear();
   inflight_.clear();
   if (n_ == 0) return;
@@ -214,11 +215,8 @@ void Execution::on_idle(Clock::time_point now) {
     }
   };
   // A failed peer matters only if this operation still waits on it; give completions that
-  // arrived just before the failure one more pass. Asked every 5 ms at most: for a shared-memory
-  // peer it costs a kill() and a read of /proc/<pid>/stat, which would otherwise compete with
-  // the ranks doing the work on a busy machine.
-  const bool check_peers = peer_grace_ > 0 || now >= next_peer_check_;
-  if (check_peers) next_peer_check_ = now + std::chrono::milliseconds(5);
+  // arrived just before the failure one more pass. Asked every kPeerCheckEvery at most.
+  const bool check_peers = peer_check_due_.due(now) || peer_grace_ > 0;
   for (size_t k = 0; check_peers && k < inflight_.size(); ++k) {
     if (std::string pf = ctx.transport->peer_failure(s_->steps[inflight_[k]].peer); !pf.empty()) {
       if (peer_grace_++ > 2) {
@@ -228,10 +226,7 @@ void Execution::on_idle(Clock::time_point now) {
       break;
     }
   }
-  if (ctx.watchdog && now >= next_watchdog_) {
-    next_watchdog_ = now + std::chrono::milliseconds(100);
-    watchdog();
-  }
+  if (ctx.watchdog && watchdog_due_.due(now)) watchdog();
 }
 
 void Executor::run(const Schedule& s, const ExecBuffers& bufs, ExecContext& ctx) {

@@ -15,6 +15,7 @@
 
 #include "collectives/schedule.h"
 #include "runtime/base/wait_note.h"
+#include "runtime/base/waiter.h"
 #include "runtime/transport/transport.h"
 
 namespace weft {
@@ -85,7 +86,7 @@ class Execution {
   size_t n_ = 0, head_ = 0, completed_ = 0;
   bool fuse_ = false;
   int peer_grace_ = 0;
-  std::chrono::steady_clock::time_point next_watchdog_{}, next_peer_check_{};
+  Every watchdog_due_{kWatchdogEvery}, peer_check_due_{kPeerCheckEvery};
   std::vector<uint32_t> remaining_;
   std::vector<StepId> ready_;
   std::vector<StepId> inflight_;

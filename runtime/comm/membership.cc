@@ -70,6 +70,56 @@ bool merge_cpus(const std::string& text, std::vector<uint64_t>& into) {
   return true;
 }
 
+// The job's store under the world communicator's store ("world<g>/" over the job's store), or
+// nullptr for any other communicator (its ranks are not the job's: weftrun's record does not apply).
+Store* job_store_of_world(Store& store) {
+  auto* world = dynamic_cast<PrefixStore*>(&store);
+  if (!world || world->prefix().rfind("world", 0) != 0 || dynamic_cast<PrefixStore*>(world->base().get())) return nullptr;
+  return world->base().get();
+}
+
+// Every rank's node record, waited for in slices: a rank that cannot come any more (weftrun saw its
+// process end) fails the start-up at once, and one that did not come within the timeout fails it
+// naming every rank missing and, under weftrun, how their processes stand.
+std::vector<Bytes> join(Store& store, int rank, int size, const Bytes& mine, Millis timeout) {
+  Store* job = job_store_of_world(store);
+  store.set(fmt::format("node/{}", rank), mine);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  std::vector<Bytes> all(size);
+  all[rank] = mine;
+  for (int r = 0; r < size; ++r) {
+    if (r == rank) continue;
+    const std::string key = fmt::format("node/{}", r);
+    for (;;) {
+      const auto left = std::chrono::duration_cast<Millis>(deadline - std::chrono::steady_clock::now());
+      try {
+        all[r] = store.get(key, std::max(Millis(1), job ? std::min(left, Millis(250)) : left));
+        break;
+      } catch (const Error& e) {
+        if (e.code() != ErrorCode::kTimeout) throw;
+      }
+      const bool ended = job && job->check(kWeftrunExitKey + std::to_string(r));
+      if (!ended && std::chrono::steady_clock::now() < deadline) continue;
+      std::vector<std::string> missing;
+      for (int q = 0; q < size; ++q) {
+        if (q == rank || store.check(fmt::format("node/{}", q))) continue;
+        std::string how;
+        if (job && job->check(kWeftrunExitKey + std::to_string(q)))
+          how = fmt::format(" (weftrun: its process {})", to_string(job->get(kWeftrunExitKey + std::to_string(q), Millis(1000))));
+        else if (job && job->check(kWeftrunSupervisedKey))
+          how = " (weftrun: its process is running; it has not called weftCommInit)";
+        missing.push_back(fmt::format("rank {}{}", q, how));
+      }
+      if (missing.empty()) continue;  // it joined meanwhile
+      std::string names;
+      for (const std::string& m : missing) names += (names.empty() ? "" : ", ") + m;
+      fail(ErrorCode::kTimeout, "start-up: {} of {} ranks never joined{}: {}", missing.size(), size,
+           ended ? std::string() : fmt::format(" within the timeout of {} ms (WEFT_TIMEOUT_MS)", timeout.count()), names);
+    }
+  }
+  return all;
+}
+
 }  // namespace
 
 Membership Membership::exchange(Store& store, int rank, int size, const std::string& node_id_in, Millis timeout) {
@@ -79,8 +129,7 @@ Membership Membership::exchange(Store& store, int rank, int size, const std::str
   const std::string node_id = node_id_in.empty() ? host_name() : node_id_in;
   // The cost model charges the CPU that ranks on one machine queue for when they outnumber its
   // cores (topo::HostCpu): with the node id go the machine and the cores.
-  auto gathered = store_all_gather(store, "node", rank, size,
-                                   to_bytes(node_id + '\n' + machine_id() + '\n' + usable_cpus()), timeout);
+  auto gathered = join(store, rank, size, to_bytes(node_id + '\n' + machine_id() + '\n' + usable_cpus()), timeout);
   std::vector<std::string> ids(size);
   std::map<std::string, std::pair<int, std::vector<uint64_t>>> machines;  // ranks, union of their CPUs
   for (int r = 0; r < size; ++r) {

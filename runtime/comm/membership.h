@@ -20,9 +20,17 @@ struct Membership {
   // their affinity sets).
   int host_ranks = 1, host_cores = 0;
 
-  // node_id "" = the hostname.
+  // node_id "" = the hostname. A rank that does not publish its record in time fails the exchange
+  // on every other rank, naming it; on the world communicator under weftrun also how its process
+  // stands, and at once when weftrun saw it end (kWeftrunExitKey).
   static Membership exchange(Store& store, int rank, int size, const std::string& node_id, Millis timeout);
 };
+
+// weftrun (launcher/local_job.cc) records in the job's store, outside any communicator's prefix:
+// kWeftrunSupervisedKey while it supervises the job, and kWeftrunExitKey + <rank> = how that
+// rank's process ended ("exited with status 0").
+inline constexpr const char* kWeftrunSupervisedKey = "weftrun/supervised";
+inline constexpr const char* kWeftrunExitKey = "weftrun/exit/";
 
 // This machine's hostname ("" when unknown).
 std::string host_name();

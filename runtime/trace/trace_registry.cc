@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -38,20 +40,78 @@ void on_sigusr1(int) {
   errno = saved;
 }
 
-// Installs the SIGUSR1 handler unless the program has its own (then weftCommDump is the way).
-void install_sigusr1(int write_fd) {
+// Installs the SIGUSR1 handler unless the program has its own (then weftCommDump is the way);
+// true when SIGUSR1 is the flight recorder's.
+bool install_sigusr1(int write_fd) {
   g_signal_fd.store(write_fd);
   struct sigaction old {};
-  if (sigaction(SIGUSR1, nullptr, &old) != 0) return;
-  if (old.sa_handler != SIG_DFL && old.sa_handler != on_sigusr1) {
+  if (sigaction(SIGUSR1, nullptr, &old) != 0) return false;
+  if (old.sa_handler == on_sigusr1) return true;
+  if (old.sa_handler != SIG_DFL) {
     WEFT_LOG_INFO("SIGUSR1 has a handler already: the flight recorder dumps on weftCommDump and on errors only");
-    return;
+    return false;
   }
   struct sigaction sa {};
   sa.sa_handler = on_sigusr1;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   sigaction(SIGUSR1, &sa, nullptr);
+  return true;
+}
+
+sigset_t sigusr1_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGUSR1);
+  return set;
+}
+
+// A child forked by the program gets SIGUSR1 back (an exec'd program expects it unblocked).
+void unblock_sigusr1_in_child() {
+  const sigset_t set = sigusr1_set();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+// Asking for a dump must not change the program (a handler run on the program's thread cuts its
+// sleep() or nanosleep() short, and a late rank then makes the call the doctor blames it for not
+// making): SIGUSR1 is blocked in the thread that registers a communicator (so in the threads it
+// starts afterwards: the watch thread, the progress thread) and taken by the watch thread from a
+// signalfd. The handler stays for threads that do not block it (started before the first
+// communicator). Returns the signalfd, or -1.
+int take_sigusr1_on_watch_thread() {
+  static const int fd = [] {
+    pthread_atfork(nullptr, nullptr, unblock_sigusr1_in_child);
+    const sigset_t set = sigusr1_set();
+    return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+  }();
+  const sigset_t set = sigusr1_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return fd;
+}
+
+// A SIGUSR1 read from the signalfd when the program installed a handler of its own after the
+// first communicator (faulthandler.register, say): it is the program's, not a dump request. Its
+// handler runs here, on the watch thread (the program's threads block the signal); SIG_DFL ends
+// the process as the signal would have. False: the handler is still the flight recorder's.
+bool sigusr1_taken_over(const signalfd_siginfo& si) {
+  struct sigaction cur {};
+  if (sigaction(SIGUSR1, nullptr, &cur) != 0) return false;
+  if (!(cur.sa_flags & SA_SIGINFO) && cur.sa_handler == on_sigusr1) return false;
+  if (cur.sa_flags & SA_SIGINFO) {
+    siginfo_t info{};
+    info.si_signo = SIGUSR1;
+    info.si_code = si.ssi_code;
+    info.si_pid = static_cast<pid_t>(si.ssi_pid);
+    info.si_uid = static_cast<uid_t>(si.ssi_uid);
+    cur.sa_sigaction(SIGUSR1, &info, nullptr);
+  } else if (cur.sa_handler == SIG_DFL) {
+    const sigset_t set = sigusr1_set();
+    pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+    raise(SIGUSR1);
+  } else if (cur.sa_handler != SIG_IGN) {
+    cur.sa_handler(SIGUSR1);
+  }
+  return true;
 }
 
 // Steady-clock nanoseconds as microseconds of the system clock (comparable between ranks of a
@@ -154,8 +214,9 @@ void TraceRegistry::start_locked() {
       WEFT_LOG_WARN("flight recorder: pipe2: {}", std::strerror(errno));
       return;
     }
-    install_sigusr1(pipe_[1]);
+    owns_sigusr1_ = install_sigusr1(pipe_[1]);
   }
+  if (owns_sigusr1_) signal_fd_ = take_sigusr1_on_watch_thread();
   const uint64_t generation = ++generation_;
   thread_ = std::thread([this, generation] { watch(generation); });
 }
@@ -177,7 +238,7 @@ void TraceRegistry::stop() {
   else t.join();
 }
 
-// Wakes on SIGUSR1 (a byte in the pipe) or every half second to ask whether another rank published
+// Wakes on SIGUSR1 (from the signalfd, or a byte in the pipe from the handler) or every half second to ask whether another rank published
 // a failure: a rank busy in its own code (or waiting on something else) then still writes its dump
 // while the job's other ranks write theirs.
 //
@@ -187,14 +248,17 @@ void TraceRegistry::stop() {
 // (seen with thread-ranks: one rank destroyed its communicator before the others had attached).
 void TraceRegistry::watch(uint64_t generation) {
   for (;;) {
-    pollfd p{pipe_[0], POLLIN, 0};
-    const int rc = ::poll(&p, 1, 500);
+    pollfd p[2] = {{pipe_[0], POLLIN, 0}, {signal_fd_, POLLIN, 0}};
+    const int rc = ::poll(p, signal_fd_ >= 0 ? 2 : 1, 500);
     bool signalled = false;
     if (rc > 0) {
       char buf[64];
       ssize_t n;
       while ((n = ::read(pipe_[0], buf, sizeof buf)) > 0)
         for (ssize_t i = 0; i < n; ++i) signalled |= buf[i] == 'u';
+      signalfd_siginfo si;
+      while (signal_fd_ >= 0 && ::read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
+        signalled |= !sigusr1_taken_over(si);
     }
     std::vector<std::pair<uint64_t, std::function<std::string()>>> polls;
     {

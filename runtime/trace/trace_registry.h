@@ -2,7 +2,8 @@
 // dump: one JSON file per process (rank<R>.json, R the world rank) in WEFT_DUMP_DIR, default
 // /tmp/weft-dumps/<job id agreed by the world's ranks>. Written atomically (a temporary file
 // renamed), by the thread that asks (an error, an abort, weftCommDump) or by the registry's watch
-// thread: SIGUSR1 (the handler only writes a byte to a pipe) and another rank's published failure
+// thread: SIGUSR1 (blocked in the threads that register communicators and read from a signalfd, so that
+// a dump request interrupts nothing of the program's) and another rank's published failure
 // noticed while this rank is busy elsewhere. docs/OBSERVABILITY.md.
 #pragma once
 #include <cstdint>
@@ -77,6 +78,8 @@ class TraceRegistry {
   std::thread thread_;
   uint64_t generation_ = 0;  // the running watch thread's; bumped by stop()
   int pipe_[2] = {-1, -1};  // the SIGUSR1 handler writes, the watch thread reads
+  bool owns_sigusr1_ = false;  // the program has no SIGUSR1 handler of its own
+  int signal_fd_ = -1;         // SIGUSR1, blocked in the program's threads, read by the watch thread
 };
 
 }  // namespace weft

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "runtime/base/log.h"
+#include "runtime/base/waiter.h"
 #include "runtime/transport/nccl/device.h"
 #include "runtime/transport/nccl/nccl_map.h"
 #include "runtime/transport/nccl/unique_id.h"
@@ -14,17 +15,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr auto kPollEvery = std::chrono::milliseconds(100);
-
 // Yield first (the latency of a small collective), then sleep briefly: a waiting rank costs
-// little CPU, which matters when ranks outnumber cores.
-void backoff(int i) {
-  if (i < 256) {
-    std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
+// little CPU, which matters when ranks outnumber cores. No spin: a GPU collective takes longer.
+Waiter nccl_waiter() { return Waiter(std::chrono::microseconds(0), std::chrono::microseconds(500)); }
+constexpr auto kNap = std::chrono::microseconds(50);
 
 ncclConfig_t nonblocking_config() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
@@ -79,10 +73,11 @@ NcclComm::~NcclComm() {
     ncclResult_t r = ncclCommFinalize(comm_);
     ncclResult_t st = r;
     if (r == ncclSuccess || r == ncclInProgress) {
-      auto deadline = Clock::now() + std::chrono::seconds(10);
-      while (ncclCommGetAsyncError(comm_, &st) == ncclSuccess && st == ncclInProgress && Clock::now() < deadline) {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
-      }
+      const auto deadline = Clock::now() + std::chrono::seconds(10);
+      Waiter waiter = nccl_waiter();
+      for (auto now = Clock::now(); ncclCommGetAsyncError(comm_, &st) == ncclSuccess && st == ncclInProgress && now < deadline;
+           now = Clock::now())
+        if (waiter.idle(now) == Waiter::Phase::kSleep) std::this_thread::sleep_for(kNap);
     }
     if (st == ncclSuccess) {
       ncclCommDestroy(comm_);
@@ -133,9 +128,8 @@ void NcclComm::check_locked(const WaitCtl& ctl, Clock::time_point now) {
   }
 }
 
-void NcclComm::watch(const WaitCtl& ctl, Clock::time_point now, Clock::time_point& next_poll) {
-  if (!ctl.poll || now < next_poll) return;
-  next_poll = now + kPollEvery;
+void NcclComm::watch(const WaitCtl& ctl, Clock::time_point now, Every& poll) {
+  if (!ctl.poll || !poll.due(now)) return;
   try {
     ctl.poll();
   } catch (const std::exception& e) {
@@ -145,24 +139,19 @@ void NcclComm::watch(const WaitCtl& ctl, Clock::time_point now, Clock::time_poin
 }
 
 void NcclComm::settle(const WaitCtl& ctl) {
-  auto next_poll = Clock::now() + kPollEvery;
-  for (int i = 0;; ++i) {
-    auto now = Clock::now();
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      check_locked(ctl, now);
-      ncclResult_t st = ncclSuccess;
-      ncclCommGetAsyncError(comm_, &st);
-      if (st == ncclSuccess) return;
-    }
-    watch(ctl, now, next_poll);
-    backoff(i);
-  }
+  wait_until(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu_);
+        ncclResult_t st = ncclSuccess;
+        return comm_ && ncclCommGetAsyncError(comm_, &st) == ncclSuccess && st == ncclSuccess;
+      },
+      ctl);
 }
 
 void NcclComm::wait_until(const std::function<bool()>& done, const WaitCtl& ctl) {
-  auto next_poll = Clock::now() + kPollEvery;
-  for (int i = 0;; ++i) {
+  Every poll(kWatchdogEvery, Clock::now() + kWatchdogEvery);
+  Waiter waiter = nccl_waiter();
+  for (;;) {
     bool finished = false;
     try {
       finished = done();
@@ -179,8 +168,8 @@ void NcclComm::wait_until(const std::function<bool()>& done, const WaitCtl& ctl)
       }
       check_locked(ctl, now);
     }
-    watch(ctl, now, next_poll);
-    backoff(i);
+    watch(ctl, now, poll);
+    if (waiter.idle(now) == Waiter::Phase::kSleep) std::this_thread::sleep_for(kNap);
   }
 }
 

@@ -16,6 +16,7 @@
 
 #include "collectives/collective.h"
 #include "runtime/base/error.h"
+#include "runtime/base/waiter.h"
 #include "runtime/store/store.h"
 
 namespace weft::nccl {
@@ -66,7 +67,7 @@ class NcclComm {
  private:
   NcclComm(int rank, int size, int device) : rank_(rank), size_(size), device_(device) {}
   void init_stream();
-  // Polls ncclCommGetAsyncError until the comm leaves ncclInProgress (a non-blocking call was
+  // wait_until ncclCommGetAsyncError says the comm left ncclInProgress (a non-blocking call was
   // accepted); throws (after aborting the comm) on an error, abort, watchdog or deadline.
   void settle(const WaitCtl& ctl);
   // Enqueues under mu_: calls(comm_) and its result checked.
@@ -74,9 +75,8 @@ class NcclComm {
   // One check of the comm's state, the abort flag and the deadline; throws after aborting the
   // comm. Caller holds mu_.
   void check_locked(const WaitCtl& ctl, std::chrono::steady_clock::time_point now);
-  // Runs ctl.poll every 100 ms (without mu_); aborts the comm when it throws.
-  void watch(const WaitCtl& ctl, std::chrono::steady_clock::time_point now,
-             std::chrono::steady_clock::time_point& next_poll);
+  // Runs ctl.poll every kWatchdogEvery (without mu_); aborts the comm when it throws.
+  void watch(const WaitCtl& ctl, std::chrono::steady_clock::time_point now, Every& poll);
   [[noreturn]] void fail_locked(ErrorCode code, const std::string& why);
   void abort_locked(const std::string& why);
 

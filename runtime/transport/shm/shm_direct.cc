@@ -22,7 +22,7 @@
 #include "runtime/base/log.h"
 #include "runtime/store/store.h"
 #include "runtime/transport/shm/shm_segment.h"
-#include "runtime/base/waiter.h"  // cpu_relax
+#include "runtime/base/waiter.h"
 #include "runtime/transport/transport.h"
 
 namespace weft {
@@ -224,6 +224,68 @@ void ShmDirect::post(uint32_t c, uint64_t bytes, const DirectContext& ctx) {
   if (f->sleepers.load(std::memory_order_seq_cst) != 0) shm_futex(&f->seq, FUTEX_WAKE, INT_MAX, nullptr);
 }
 
+// Past the spin: the flight recorder shows whom this call waits for, and the checks that end a
+// wait run (abort and deadline every kPeerCheckEvery, with a dead peer; the watchdog every
+// kWatchdogEvery).
+void ShmDirect::wait_checks(int r, const DirectContext& ctx, WaitPace& pace, Clock::time_point now) const {
+  if (ctx.wait && !pace.noted) {
+    ctx.wait->note(r, 0, 0);
+    pace.noted = true;
+  }
+  if (!pace.checks.due(now)) return;
+  if (ctx.abort && ctx.abort->load()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", ctx.describe());
+  if (now > ctx.start + ctx.timeout)
+    fail(ErrorCode::kTimeout, "{}: timed out waiting for rank {} (it has not made this call within the timeout of {} ms: "
+         "WEFT_TIMEOUT_MS or the group's)", ctx.describe(), r, ctx.timeout.count());
+  if (ctx.transport)
+    if (std::string why = ctx.transport->peer_failure(r); !why.empty())
+      fail(ErrorCode::kRemoteError, "{}: rank {} failed: {}", ctx.describe(), r, why);
+  if (ctx.watchdog && pace.watchdog.due(now)) ctx.watchdog();
+}
+
+// Sleeps on rank r's flag until it moves (the poster wakes us) or the timeout passes: 5 ms, or
+// 100 us with operations in flight beside this call (they are driven between sleeps).
+void ShmDirect::sleep_on(Flag* f, uint32_t c, const DirectContext& ctx) const {
+  f->sleepers.fetch_add(1, std::memory_order_seq_cst);
+  if (heavy_sleeps_) fence().heavy();
+  const uint32_t seen = f->seq.load(std::memory_order_seq_cst);
+  if (!reached(seen, c)) {
+    timespec ts{0, ctx.others ? 100'000 : 5'000'000};
+    shm_futex(&f->seq, FUTEX_WAIT, seen, &ts);
+  }
+  f->sleepers.fetch_sub(1, std::memory_order_seq_cst);
+}
+
+// Rank r has not posted call c after the first polls: wait with the Waiter. Spin while the peer
+// is likely to answer soon; with more ranks than cores it cannot answer while this rank holds the
+// core, so yield at once (after kPollsOversubscribed polls, no timed spin: 4 ranks on 2 cores, 8
+// bytes, 6.3-9.2 us per call with 64 polls and a 2 us spin, 2.2-3.6 us without; the spin was most
+// of it). Then sleep on the peer's flag (it wakes us when it posts).
+void ShmDirect::wait_slow(Flag* f, int r, uint32_t c, const DirectContext& ctx) {
+  const auto t0 = Clock::now();
+  if (ctx.start == Clock::time_point{}) {
+    ctx.start = t0;
+    if (ctx.record_start) ctx.record_start->store(t0.time_since_epoch().count(), std::memory_order_relaxed);
+  }
+  Waiter waiter = oversubscribed_ ? Waiter(std::chrono::microseconds(0), std::chrono::microseconds(2000)) : Waiter(spin_);
+  waiter.phase(t0);
+  WaitPace pace{Every(kPeerCheckEvery, t0 + kPeerCheckEvery), Every(kWatchdogEvery, t0 + kWatchdogEvery), false};
+  for (uint32_t i = 0;; ++i) {
+    if (reached(f->seq.load(std::memory_order_acquire), c)) return;
+    if ((i & 63) != 0) {  // a clock read costs ~27 ns here: poll between them
+      cpu_relax();
+      continue;
+    }
+    const auto now = Clock::now();
+    if (ctx.others) ctx.others();  // drive the operations in flight beside this call
+    const Waiter::Phase phase = waiter.phase(now);
+    if (phase == Waiter::Phase::kSpin) continue;
+    wait_checks(r, ctx, pace, now);
+    if (phase == Waiter::Phase::kYield) sched_yield();
+    else sleep_on(f, c, ctx);
+  }
+}
+
 void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check, uint64_t expect_bytes) {
   Flag* f = flag(r, c);
   uint32_t seen = f->seq.load(std::memory_order_acquire);
@@ -231,65 +293,7 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
     cpu_relax();
     seen = f->seq.load(std::memory_order_acquire);
   }
-  if (!reached(seen, c)) {
-    const auto t0 = Clock::now();
-    if (ctx.start == Clock::time_point{}) {
-      ctx.start = t0;
-      if (ctx.record_start) ctx.record_start->store(t0.time_since_epoch().count(), std::memory_order_relaxed);
-    }
-    const auto deadline = ctx.start + ctx.timeout;
-    // Spin while the peer is likely to answer soon; with more ranks than cores it cannot answer
-    // while this rank holds the core, so yield at once (after kPollsOversubscribed polls, no
-    // timed spin: 4 ranks on 2 cores, 8 bytes, 6.3-9.2 us per call with 64 polls and a 2 us spin,
-    // 2.2-3.6 us without; the spin was most of it). Then sleep on the peer's flag (it wakes us
-    // when it posts), waking every 5 ms for the deadline, aborts and dead peers.
-    const auto spin = oversubscribed_ ? std::chrono::microseconds(0) : spin_;
-    const auto yield_until = t0 + spin + (oversubscribed_ ? std::chrono::microseconds(2000) : spin * 3);
-    auto next_check = t0 + std::chrono::milliseconds(5), next_watch = t0 + std::chrono::milliseconds(100);
-    bool noted = false;
-    for (uint32_t i = 0;; ++i) {
-      seen = f->seq.load(std::memory_order_acquire);
-      if (reached(seen, c)) break;
-      if ((i & 63) != 0) {
-        cpu_relax();
-        continue;
-      }
-      const auto now = Clock::now();
-      if (ctx.others) ctx.others();  // drive the operations in flight beside this call
-      if (now < t0 + spin) continue;
-      if (ctx.wait && !noted) {  // past the spin: the flight recorder shows whom this call waits for
-        ctx.wait->note(r, 0, 0);
-        noted = true;
-      }
-      if (now >= next_check) {
-        next_check = now + std::chrono::milliseconds(5);
-        if (ctx.abort && ctx.abort->load()) fail(ErrorCode::kRemoteError, "{}: aborted (weftCommAbort)", ctx.describe());
-        if (now > deadline)
-          fail(ErrorCode::kTimeout, "{}: timed out waiting for rank {} (it has not made this call within the timeout of {} ms: "
-               "WEFT_TIMEOUT_MS or the group's)", ctx.describe(), r, ctx.timeout.count());
-        if (ctx.transport)
-          if (std::string why = ctx.transport->peer_failure(r); !why.empty())
-            fail(ErrorCode::kRemoteError, "{}: rank {} failed: {}", ctx.describe(), r, why);
-        if (now >= next_watch) {
-          next_watch = now + std::chrono::milliseconds(100);
-          if (ctx.watchdog) ctx.watchdog();
-        }
-      }
-      if (now < yield_until) {
-        sched_yield();
-        continue;
-      }
-      f->sleepers.fetch_add(1, std::memory_order_seq_cst);
-      if (heavy_sleeps_) fence().heavy();
-      seen = f->seq.load(std::memory_order_seq_cst);
-      if (!reached(seen, c)) {
-        // With operations in flight beside this call, look at them every 100 us.
-        timespec ts{0, ctx.others ? 100'000 : 5'000'000};
-        shm_futex(&f->seq, FUTEX_WAIT, seen, &ts);
-      }
-      f->sleepers.fetch_sub(1, std::memory_order_seq_cst);
-    }
-  }
+  if (!reached(seen, c)) wait_slow(f, r, c, ctx);
   if (check) {
     const auto theirs = static_cast<uint16_t>(f->signature.load(std::memory_order_relaxed));
     if (theirs != ctx.signature)

@@ -20,6 +20,7 @@
 #include "collectives/collective.h"
 #include "runtime/base/bytes.h"
 #include "runtime/base/wait_note.h"
+#include "runtime/base/waiter.h"
 
 namespace weft {
 
@@ -104,6 +105,15 @@ class ShmDirect {
   // size, unless kAnyBytes) with this rank's.
   static constexpr uint64_t kAnyBytes = ~uint64_t{0};
   void wait_for(int r, uint32_t c, const DirectContext& ctx, bool check, uint64_t expect_bytes = kAnyBytes);
+  // wait_for's wait once the first polls found nothing (runtime/base/waiter.h), its checks, and
+  // its sleep on the peer's flag.
+  struct WaitPace {
+    Every checks, watchdog;
+    bool noted;  // the flight recorder knows whom this call waits for
+  };
+  void wait_slow(Flag* f, int r, uint32_t c, const DirectContext& ctx);
+  void wait_checks(int r, const DirectContext& ctx, WaitPace& pace, std::chrono::steady_clock::time_point now) const;
+  void sleep_on(Flag* f, uint32_t c, const DirectContext& ctx) const;
 
   struct Window {
     uint32_t id = 0;
