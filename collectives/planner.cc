@@ -88,6 +88,7 @@ std::string choose_algorithm(const topo::NodeSummary& node, int nodes, int ranks
   const topo::PlanCandidate* other = nullptr;  // the best that is not the packed trees
   for (const auto& p : plans) {
     if (!find_algorithm(p.plan.algorithm, kind)) continue;
+    if (p.plan.algorithm == "f32acc") continue;  // chosen by type (16-bit sums, the wire type), not by speed
     // Above kForestExactRanks nothing is packed (planned_forest is empty, the ranks would run the
     // fallback chains) and the packed trees' prediction is the cut bound itself: shown, never run.
     if (p.plan.algorithm == "forest" && nranks > topo::kForestExactRanks) continue;

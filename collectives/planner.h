@@ -65,6 +65,7 @@ bool predict_tree(const PlanInput& in, Prediction& out);
 bool predict_rhd(const PlanInput& in, Prediction& out);
 bool predict_hier(const PlanInput& in, Prediction& out);
 bool predict_forest(const PlanInput& in, Prediction& out);
+bool predict_f32acc(const PlanInput& in, Prediction& out);
 
 // The packed spanning trees the planner explains (topo::packed_trees over the network of
 // `nodes` x `ranks_per_node` ranks of this node type and the model's fabric; ranks numbered as in

@@ -38,6 +38,11 @@ CommConfig CommConfig::from_env(const EnvLookup& env) {
   c.slice_bytes = static_cast<uint64_t>(env_int(env, "WEFT_SLICE_BYTES", static_cast<int64_t>(c.slice_bytes), 4096, int64_t{1} << 30));
   c.channels = static_cast<int>(env_int(env, "WEFT_NCHANNELS", c.channels, 1, 16));
   if (auto a = env("WEFT_ALGO")) c.algo = *a;
+  if (auto w = env("WEFT_WIRE_DTYPE"); w && !w->empty() && *w != "float32") {
+    if (*w != "bfloat16" && *w != "float16")
+      fail(ErrorCode::kInvalidArgument, "WEFT_WIRE_DTYPE='{}' is not bfloat16, float16 or float32", *w);
+    c.wire_dtype = *w;
+  }
   if (auto t = env("WEFT_TRANSPORT"); t && !t->empty()) {
     if (*t != "ucx" && *t != "auto") fail(ErrorCode::kInvalidArgument, "WEFT_TRANSPORT='{}' is not auto or ucx", *t);
     c.transport = *t;

@@ -19,6 +19,9 @@ struct CommConfig {
   std::chrono::milliseconds timeout{300000};  // WEFT_TIMEOUT_MS: every blocking wait
   std::chrono::microseconds spin{50};          // WEFT_SPIN_US: busy-poll before sleeping
   std::string algo;                            // WEFT_ALGO: force an algorithm ("" = choose)
+  // WEFT_WIRE_DTYPE: "bfloat16" or "float16" puts float32 sums and averages on the wire at 16 bits,
+  // summed in float32 and rounded once (the f32acc algorithm); "" (or "float32"): full precision.
+  std::string wire_dtype;
   uint64_t slice_bytes = kDefaultSliceBytes;         // WEFT_SLICE_BYTES: pipelining granularity
   // WEFT_DIRECT_BYTES: the largest call of the shared-memory latency path (0: off; -1: automatic,
   // 32 KiB, or 256 KiB when the node's ranks outnumber its cores).

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "collectives/algorithms/builtin.h"
+#include "collectives/convert_kernels.h"
 #include "collectives/planner.h"
 #include "runtime/base/error.h"
 #include "runtime/base/log.h"
@@ -52,6 +53,7 @@ std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveAr
   opt.channels = config_.channels;
   opt.node_of_rank = m_.node_of_rank;
   opt.ring = ring();
+  opt.wire = wire();
   Schedule s;
   if (a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) {
     s = build_p2p_schedule(a, m_.rank, m_.size);
@@ -61,6 +63,8 @@ std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveAr
       algo = find_algorithm(algo_id, a.kind);
       if (!algo) WEFT_LOG_DEBUG("algorithm '{}' does not implement {}; using the default", algo_id, collective_name(a.kind));
     }
+    // 16-bit sums, and float32 sums with a wire type, accumulate in float32 and round once.
+    if (!algo && sums_in_f32(a)) algo = find_algorithm("f32acc", a.kind);
     const bool modelled = a.kind == CollectiveKind::kAllReduce || a.kind == CollectiveKind::kReduceScatter ||
                           a.kind == CollectiveKind::kAllGather;
     if (!algo && modelled && m_.num_nodes > 1) {
@@ -91,6 +95,10 @@ std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string&
   if (c == "direct") why = "the shared-memory latency path (every rank on this node, at most WEFT_DIRECT_BYTES)";
   else if (c == "shared") why = "every rank's buffers are weftMemAlloc memory: each rank reduces its share from all of them, no copies";
   else if (!algo_id.empty() && c == algo_id) why = fmt::format("forced by WEFT_ALGO / weftCommSetAlgorithm ('{}')", algo_id);
+  else if (c == "f32acc" && sums_in_f32(a))
+    why = a.dtype == DataType::kFloat32
+              ? fmt::format("WEFT_WIRE_DTYPE={}: float32 sums cross at 16 bits, summed in float32, rounded once", config_.wire_dtype)
+              : std::string("16-bit sums accumulate in float32 and round once");
   else if (modelled && m_.num_nodes > 1) why = "the cost model's fastest across nodes (weft-topo plan)";
   else why = fmt::format("the measured crossover for {} ranks on {} node(s) (docs/ALGORITHMS.md)", m_.size, m_.num_nodes);
   if (!modelled || m_.size < 2) return why;
@@ -108,6 +116,18 @@ std::string AlgorithmChoice::explain(const CollectiveArgs& a, const std::string&
     why += fmt::format("; no cost model prediction ({})", e.what());
   }
   return why;
+}
+
+std::optional<DataType> AlgorithmChoice::wire() const {
+  DataType t;
+  if (config_.wire_dtype.empty() || !parse_dtype(config_.wire_dtype, &t)) return std::nullopt;
+  return t;
+}
+
+bool AlgorithmChoice::sums_in_f32(const CollectiveArgs& a) const {
+  if (a.kind != CollectiveKind::kAllReduce || m_.size < 2) return false;
+  return weft::sums_in_f32(a.dtype, a.op) ||
+         (a.dtype == DataType::kFloat32 && wire() && (a.op == RedOp::kSum || a.op == RedOp::kAvg));
 }
 
 // Across nodes (WEFT_ALGO unset) the cost model picks the all-reduce, reduce-scatter and all-gather

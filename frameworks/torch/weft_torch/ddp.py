@@ -30,12 +30,13 @@ import torch
 import torch.distributed as dist
 
 from . import empty_shared
+from .hooks import WireState
 
 __all__ = ["DistributedDataParallel"]
 
 
 class _Bucket:
-    __slots__ = ("flat", "params", "offsets", "ready", "pending", "work")
+    __slots__ = ("flat", "params", "offsets", "ready", "pending", "work", "wire")
 
     def __init__(self, flat, params, offsets):
         self.flat, self.params, self.offsets = flat, params, offsets
@@ -45,12 +46,13 @@ class _Bucket:
         self.ready = [False] * len(self.params)
         self.pending = len(self.params)
         self.work = None
+        self.wire = None
 
 
 class DistributedDataParallel(torch.nn.Module):
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  process_group=None, bucket_cap_mb=25, find_unused_parameters=False, check_reduction=False,
-                 gradient_as_bucket_view=True, static_graph=False):
+                 gradient_as_bucket_view=True, static_graph=False, wire_dtype=None, error_feedback=False):
         super().__init__()
         # torch's signature, so that code written for it runs unchanged; the gradients are always in
         # the buckets (gradient_as_bucket_view), and static_graph / check_reduction change nothing here.
@@ -67,6 +69,9 @@ class DistributedDataParallel(torch.nn.Module):
         if bucket_cap_mb <= 0:
             raise ValueError(f"weft_torch.DistributedDataParallel: bucket_cap_mb must be positive (got {bucket_cap_mb})")
         self.module, self.process_group = module, group
+        # wire_dtype (torch.bfloat16 / torch.float16): float32 buckets cross at 16 bits, averaged in
+        # float32 and rounded once (weft_torch.hooks); error_feedback keeps each bucket's residual.
+        self._wire = WireState(group, wire_dtype, error_feedback)
         self.broadcast_buffers, self.find_unused_parameters = broadcast_buffers, find_unused_parameters
         self._sync = True
         seen, params = set(), []
@@ -201,6 +206,10 @@ class DistributedDataParallel(torch.nn.Module):
         return hook
 
     def _launch(self, b):
+        if self._wire.wire_dtype is not None and b.flat.dtype == torch.float32:
+            b.wire = self._wire.round(id(b), b.flat)
+            b.work = dist.all_reduce(b.wire, op=dist.ReduceOp.AVG, group=self.process_group, async_op=True)
+            return
         b.work = dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self.process_group, async_op=True)
 
     def _launch_ready(self):
@@ -225,3 +234,6 @@ class DistributedDataParallel(torch.nn.Module):
             self._next_launch += 1
         for b in self._buckets:
             b.work.wait()
+            if b.wire is not None:
+                b.flat.copy_(b.wire)
+                b.wire = None
