@@ -14,7 +14,8 @@ weft group, in several modes side by side, for a few hundred steps:
 The task: inputs drawn once from a fixed generator (each rank its own), labels from a fixed random
 teacher network, SGD with momentum. Printed: each mode's loss (mean over the last tenth of the
 steps) and its difference from float32's; the check fails (exit 1) when a mode's final loss is
-further than --tolerance (relative) from float32's, or when the ranks' parameters differ at the end.
+further than --tolerance (relative) from float32's, when the ranks' parameters differ at the end,
+or when a wire mode's losses equal float32's at every step (nothing went on the wire at 16 bits).
 
     PYTHONPATH=build/python /usr/bin/python3 benchmarks/e2e/wire_quality.py --models mlp,resnet18 --steps 300
     (CI: --models small --steps 150, a few seconds at 2 ranks)
@@ -136,19 +137,23 @@ def main():
     tail = max(1, args.steps // 10)
     failed = False
     print(f"{args.ranks} ranks, {args.steps} steps; loss = the ranks' mean over the last {tail} steps")
-    print(f"{'model':10} {'mode':14} {'first loss':>10} {'final loss':>10} {'vs float32':>10}  ranks equal")
-    ref = {}
+    print(f"{'model':10} {'mode':14} {'first loss':>10} {'final loss':>10} {'vs float32':>10}  ranks equal  "
+          "differs from float32")
+    ref, ref_losses = {}, {}
     for name, mode, losses, same in results:
         final = sum(losses[-tail:]) / tail
         if mode == "float32":
-            ref[name] = final
+            ref[name], ref_losses[name] = final, losses
         rel = (final - ref[name]) / ref[name]
-        bad = abs(rel) > args.tolerance or not same
+        # A wire mode whose losses equal float32's at every step did not put anything on the wire.
+        applied = mode == "float32" or losses != ref_losses[name]
+        bad = abs(rel) > args.tolerance or not same or not applied
         failed |= bad
-        print(f"{name:10} {mode:14} {losses[0]:10.4f} {final:10.4f} {rel:+10.2%}  {'yes' if same else 'NO'}"
-              f"{'  <- FAILED' if bad else ''}")
+        print(f"{name:10} {mode:14} {losses[0]:10.4f} {final:10.4f} {rel:+10.2%}  {'yes' if same else 'NO':11}  "
+              f"{'-' if mode == 'float32' else 'yes' if applied else 'NO'}{'  <- FAILED' if bad else ''}")
     if failed:
-        print(f"FAILED: a final loss further than {args.tolerance:.0%} from float32's, or ranks that differ")
+        print(f"FAILED: a final loss further than {args.tolerance:.0%} from float32's, ranks that differ, or a wire "
+              "mode that changed nothing")
         return 1
     print(f"OK: every mode within {args.tolerance:.0%} of float32's final loss; parameters equal on every rank")
     return 0
