@@ -1,6 +1,6 @@
 // Conversion kernels (convert_kernels.h). Built with -O3 -ffp-contract=off like the reduction
 // kernels; float16 uses F16C (target attribute, chosen at run time) where the CPU has it, else the
-// branch-free software conversions, which give the same bits (tested in test_reduce_kernels).
+// branch-free software conversions, which give the same bits (ConvertKernels.AgreeWithTheScalarConversions).
 #include "collectives/convert_kernels.h"
 
 #include <cstdint>

@@ -167,3 +167,38 @@ TEST(F32Acc, TheRingRoundsAtEveryHopAndIsFurtherFromTheExactSum) {
               ring);
   EXPECT_LT(once * 1.5, ring) << "rms error: rounded once " << once << ", ring " << ring;
 }
+
+// The conversion kernels (F16C for float16 where the CPU has it, 8 at a time, the software
+// conversions for the rest) give the bits of the scalar conversions of reduce_kernels.h: every
+// 16-bit value widened, and floats of every magnitude narrowed, with and without a division.
+TEST(ConvertKernels, AgreeWithTheScalarConversions) {
+  for (DataType t : {DataType::kFloat16, DataType::kBfloat16}) {
+    auto to_f = [&](uint16_t h) { return t == DataType::kFloat16 ? half_to_float(h) : bf16_to_float(h); };
+    auto to_h = [&](float f) { return t == DataType::kFloat16 ? float_to_half(f) : float_to_bf16(f); };
+    std::vector<uint16_t> all(65536);
+    for (uint32_t i = 0; i < 65536; ++i) all[i] = static_cast<uint16_t>(i);
+    std::vector<float> wide(all.size()), sum(all.size(), 1.5f);
+    widen_to_f32(t, wide.data(), all.data(), all.size());
+    widen_add_f32(t, sum.data(), all.data(), all.size());
+    for (uint32_t i = 0; i < 65536; ++i) {
+      const float w = to_f(all[i]), s = 1.5f + w;
+      ASSERT_EQ(std::memcmp(&wide[i], &w, 4), 0) << dtype_name(t) << " widen " << i;
+      ASSERT_EQ(std::memcmp(&sum[i], &s, 4), 0) << dtype_name(t) << " widen+add " << i;
+    }
+    std::mt19937 g(5);
+    std::vector<float> f(100003);
+    for (float& x : f) {
+      uint32_t bits = g();
+      std::memcpy(&x, &bits, 4);
+    }
+    for (int div : {1, 3}) {
+      std::vector<uint16_t> out(f.size());
+      narrow_from_f32(t, out.data(), f.data(), f.size(), div);
+      for (size_t i = 0; i < f.size(); ++i) {
+        const uint16_t want = to_h(div == 1 ? f[i] : f[i] / static_cast<float>(div));
+        if (std::isnan(f[i])) ASSERT_TRUE(std::isnan(to_f(out[i]))) << i;
+        else ASSERT_EQ(out[i], want) << dtype_name(t) << " narrow of " << f[i] << " / " << div;
+      }
+    }
+  }
+}
