@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +61,8 @@ struct AlgoOptions {
   // collectives/planner.h): trees over the ranks, each with the share of its root's shard it
   // carries (empty: every root's half-shards along the nodes' chain, both ways).
   std::vector<topo::WeightedTree> forest;
+  // float32 sums: the 16-bit type on the wire (WEFT_WIRE_DTYPE; the `f32acc` algorithm), none: float32.
+  std::optional<DataType> wire;
 };
 
 // Splits n items into `parts` contiguous parts whose sizes differ by at most one; returns the

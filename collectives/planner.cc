@@ -96,6 +96,7 @@ std::string choose_algorithm(const topo::NodeSummary& node, int nodes, int ranks
     // (the packed trees: up to kForestExactRanks ranks).
     const Algorithm* row = find_algorithm(p.plan.algorithm, kind);
     if (!row || row->native() || !row->takes(shape)) continue;
+    if (p.plan.algorithm == "f32acc") continue;  // chosen by type (16-bit sums, the wire type), not by speed
     if (p.plan.algorithm == "ring" && ring_us < 0) ring_us = p.predicted_us;
     if (!pick) pick = &p;
     if (!other && p.plan.algorithm != "forest") other = &p;

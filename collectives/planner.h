@@ -77,6 +77,7 @@ bool predict_forest(const PlanInput& in, Prediction& out);
 // The packed trees are packed up to topo::kForestExactRanks ranks only: above, the prediction is
 // the cut bound itself (shown, never chosen; a forced forest runs the nodes' chains).
 bool forest_eligible(const CallShape& s);
+bool predict_f32acc(const PlanInput& in, Prediction& out);
 
 // The packed spanning trees the planner explains (topo::packed_trees over the network of
 // `nodes` x `ranks_per_node` ranks of this node type and the model's fabric; ranks numbered as in

@@ -76,6 +76,28 @@ StepId ScheduleBuilder::avg(Ref dst, uint64_t bytes, std::initializer_list<StepI
   return add(s, deps);
 }
 
+StepId ScheduleBuilder::convert(StepKind kind, Ref dst, Ref src, uint64_t elems, bool divide,
+                                std::initializer_list<StepId> deps) {
+  Step s{kind};
+  s.divide = divide;
+  s.dst = dst;
+  s.src = src;
+  s.bytes = 2 * elems;
+  return add(s, deps);
+}
+
+StepId ScheduleBuilder::widen(Ref dst, Ref src, uint64_t elems, std::initializer_list<StepId> deps) {
+  return convert(StepKind::kWiden, dst, src, elems, false, deps);
+}
+
+StepId ScheduleBuilder::widen_add(Ref dst, Ref src, uint64_t elems, std::initializer_list<StepId> deps) {
+  return convert(StepKind::kWidenAdd, dst, src, elems, false, deps);
+}
+
+StepId ScheduleBuilder::narrow(Ref dst, Ref src, uint64_t elems, bool divide, std::initializer_list<StepId> deps) {
+  return convert(StepKind::kNarrow, dst, src, elems, divide, deps);
+}
+
 void ScheduleBuilder::add_dep(StepId step, StepId dep) {
   if (dep == kNoStep) return;
   if (step >= s_.steps.size() || dep >= step) fail(ErrorCode::kInternalError, "schedule: bad dependency {} -> {}", step, dep);
@@ -163,6 +185,12 @@ void Schedule::validate(uint64_t send_bytes, uint64_t recv_bytes) const {
         check(i, s.dst, s.bytes, "reduce dst");
         if (s.bytes % es) fail(ErrorCode::kInternalError, "schedule step {}: {} bytes is not whole elements", i, s.bytes);
         break;
+      case StepKind::kWiden: case StepKind::kWidenAdd: case StepKind::kNarrow:
+        check(i, s.src, src_bytes(s), "convert src");
+        check(i, s.dst, dst_bytes(s), "convert dst");
+        if (s.bytes % 2 || dtype_size(wire) != 2)
+          fail(ErrorCode::kInternalError, "schedule step {}: a conversion of {} bytes with {}", i, s.bytes, dtype_name(wire));
+        break;
     }
     if ((s.kind == StepKind::kSend || s.kind == StepKind::kRecv) && (s.peer < 0 || s.peer >= nranks)) {
       fail(ErrorCode::kInternalError, "schedule step {}: peer {} outside 0..{}", i, s.peer, nranks - 1);
@@ -171,7 +199,7 @@ void Schedule::validate(uint64_t send_bytes, uint64_t recv_bytes) const {
 }
 
 std::string Schedule::dump() const {
-  static const char* kinds[] = {"send", "recv", "reduce", "reduce3", "copy", "avg"};
+  static const char* kinds[] = {"send", "recv", "reduce", "reduce3", "copy", "avg", "widen", "widen+", "narrow"};
   static const char* bufs[] = {"S", "R", "T"};
   std::string out;
   for (size_t i = 0; i < steps.size(); ++i) {

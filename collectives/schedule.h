@@ -26,10 +26,17 @@ enum class StepKind : uint8_t {
   kReduce3, // dst = src2 OP src      (dst may equal src2)
   kCopy,    // dst = src
   kAvg,     // dst = dst / nranks     (the last step of an average)
+  // Conversions between a 16-bit type (Schedule::wire: float16 or bfloat16) and float32, for sums
+  // accumulated in float32 (f32acc_allreduce.cc). `bytes` counts the 16-bit side; the float32
+  // side is twice that (wide_bytes).
+  kWiden,     // dst (float32) = src (16-bit), exact
+  kWidenAdd,  // dst (float32) += src (16-bit), in float32
+  kNarrow,    // dst (16-bit) = src (float32) rounded once, to nearest even (divided by nranks first if `divide`)
 };
 
 struct Step {
   StepKind kind;
+  bool divide = false;   // kNarrow: the average's end (src / nranks, then rounded)
   int32_t peer = -1;     // kSend / kRecv
   Ref src;               // kSend, kReduce, kReduce3, kCopy
   Ref src2;              // kReduce3
@@ -38,6 +45,12 @@ struct Step {
   uint32_t msg = 0;      // kSend/kRecv: index of this message between this rank and peer, per direction
   uint32_t dep_begin = 0, dep_count = 0;  // into Schedule::deps
 };
+
+// The bytes a step reads at src and writes at dst (they differ for the conversions).
+inline uint64_t src_bytes(const Step& s) { return s.kind == StepKind::kNarrow ? 2 * s.bytes : s.bytes; }
+inline uint64_t dst_bytes(const Step& s) {
+  return s.kind == StepKind::kWiden || s.kind == StepKind::kWidenAdd ? 2 * s.bytes : s.bytes;
+}
 
 using StepId = uint32_t;
 inline constexpr StepId kNoStep = 0xffffffffu;
@@ -48,6 +61,7 @@ struct Schedule {
   uint64_t scratch_bytes = 0;
   DataType dtype = DataType::kFloat32;
   RedOp op = RedOp::kSum;
+  DataType wire = DataType::kBfloat16;  // the 16-bit type of kWiden / kWidenAdd / kNarrow
   int nranks = 1;
   const char* algorithm = nullptr;  // the algorithm table id that built it (static), "p2p", ...
   // Filled by finalize(): reverse edges, for the executor.
@@ -78,6 +92,11 @@ class ScheduleBuilder {
   StepId reduce3(Ref dst, Ref a, Ref b, uint64_t bytes, std::initializer_list<StepId> deps = {});
   StepId copy(Ref dst, Ref src, uint64_t bytes, std::initializer_list<StepId> deps = {});
   StepId avg(Ref dst, uint64_t bytes, std::initializer_list<StepId> deps = {});
+  // Conversions with `wire` (set_wire): `elems` elements each.
+  StepId widen(Ref dst, Ref src, uint64_t elems, std::initializer_list<StepId> deps = {});
+  StepId widen_add(Ref dst, Ref src, uint64_t elems, std::initializer_list<StepId> deps = {});
+  StepId narrow(Ref dst, Ref src, uint64_t elems, bool divide, std::initializer_list<StepId> deps = {});
+  void set_wire(DataType wire) { s_.wire = wire; }
   // Adds a dependency to an existing step (both must exist; dep < step).
   void add_dep(StepId step, StepId dep);
   void need_scratch(uint64_t bytes);
@@ -87,6 +106,7 @@ class ScheduleBuilder {
 
  private:
   StepId add(Step s, std::initializer_list<StepId> deps);
+  StepId convert(StepKind kind, Ref dst, Ref src, uint64_t elems, bool divide, std::initializer_list<StepId> deps);
   int rank_, nranks_;
   Schedule s_;
   std::vector<std::vector<StepId>> step_deps_;

@@ -18,6 +18,9 @@ batches with SGD, one BLAS thread per rank. In one invocation the same processes
             parameters are not checked (every rank keeps its own gradients)
   weft-ddp-det weft-ddp with deterministic=True (docs/DETERMINISM.md), on a weft group of its own
   weft-fp16 (with --compress) DDP over Weft with the fp16 compression comm hook (changes numerics)
+  weft-bf16 DDP over Weft with weft_torch.hooks.wire_hook: buckets on the wire as bfloat16, summed in
+            float32 and rounded once (issue 46; changes numerics: training quality is
+            benchmarks/e2e/wire_quality.py's)
 
 It prints, per model and mode, the step time (median over the repeats of each repeat's median over
 its steps, the spread over steps and over repeats; a step's time is the slowest rank's), the CPU
@@ -50,7 +53,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ALL_MODES = ("compute", "ddp-nocomm", "gloo", "weft", "weft-ddp", "weft-ddp-det", "weft-avg", "weft-fp16")
+ALL_MODES = ("compute", "ddp-nocomm", "gloo", "weft", "weft-ddp", "weft-ddp-det", "weft-avg", "weft-fp16", "weft-bf16")
 
 
 # ---- models ------------------------------------------------------------------------------------
@@ -153,6 +156,17 @@ def nocomm_hook(group, bucket):
     return fut
 
 
+def run_ranks(worker, args):
+    """Spawns args.ranks processes of worker(rank, args, port, queue) meeting at a free local port;
+    returns what rank 0 put on the queue."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    queue = mp.get_context("spawn").SimpleQueue()
+    mp.spawn(worker, args=(args, port, queue), nprocs=args.ranks, join=True)
+    return queue.get()
+
+
 # ---- one rank ----------------------------------------------------------------------------------
 
 class Trainer:
@@ -183,7 +197,10 @@ class Trainer:
             self.net = nn.parallel.DistributedDataParallel(model, process_group=group,
                                                            bucket_cap_mb=args.bucket_cap_mb,
                                                            gradient_as_bucket_view=True)
-            if mode == "weft-fp16" or trace is not None:  # traced: the same average, timed
+            if mode == "weft-bf16":
+                from weft_torch.hooks import WireState, wire_hook
+                self.net.register_comm_hook(WireState(group, torch.bfloat16), wire_hook)
+            elif mode == "weft-fp16" or trace is not None:  # traced: the same average, timed
                 self.net.register_comm_hook(group, timed_allreduce_hook(trace, mode == "weft-fp16", mode == "weft-avg"))
             elif mode == "weft-avg":
                 self.net.register_comm_hook(group, avg_hook)
@@ -475,13 +492,7 @@ def main():
             sys.exit("ddp_e2e: resnet18 needs torchvision (Debian: python3-torchvision; scripts/setup installs it)")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", str(args.threads))
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    queue = ctx.SimpleQueue()
-    mp.spawn(worker, args=(args, port, queue), nprocs=args.ranks, join=True)
-    r = queue.get()
+    r = run_ranks(worker, args)
     rows, failed = summarise(r["results"], r["checks"], r["grad_checks"], args)
     if args.trace:
         with open(args.trace, "w") as f:

@@ -43,6 +43,10 @@ const std::vector<Algorithm>& algorithm_table() {
       {"forest", "Packed spanning trees: every rank's shard reduced up and sent down its own trees (the planner's "
                  "packing over the job's links, close to the worst cut's bound; ForestColl/Blink), slice by slice.",
        {K::kAllReduce}, build_forest_allreduce, "packed_trees", predict_forest, forest_eligible},
+      {"f32acc", "Direct reduce-scatter then all-gather whose sums of 16-bit pieces (float16, bfloat16, or float32 "
+                 "with WEFT_WIRE_DTYPE) are accumulated in float32 in rank order and rounded once; chosen by type, "
+                 "not by speed (other types: the same exchange in their own type).",
+       {K::kAllReduce}, build_f32acc_allreduce, "f32_accumulate", predict_f32acc},
       {"ring", "Pipelined ring reduce-scatter: block c travels c+1 -> ... -> c, combined on the way.",
        {K::kReduceScatter}, build_ring_reducescatter, "ring", predict_ring, nullptr},
       {"ring", "Pipelined ring all-gather: every block travels n-1 hops around r -> r+1.",

@@ -22,6 +22,8 @@ void build_dissemination_barrier(ScheduleBuilder& b, const CollectiveArgs& a, co
 // All-reduce: double binary tree (tree_allreduce.cc), recursive halving-doubling (rhd_allreduce.cc).
 void build_tree_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 void build_rhd_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
+// All-reduce with float32 sums of 16-bit pieces, rounded once (f32acc_allreduce.cc; AlgoOptions::wire).
+void build_f32acc_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);
 // Hierarchical all-reduce (hier_allreduce.cc): intra-node reduce-scatter, inter-node rails,
 // intra-node all-gather; the flat ring when opt.node_of_rank does not give >= 2 equal nodes of >= 2.
 void build_hier_allreduce(ScheduleBuilder& b, const CollectiveArgs& a, const AlgoOptions& opt);

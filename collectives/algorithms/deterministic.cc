@@ -6,6 +6,8 @@
 // computes the same value any owner would.
 #include "collectives/algorithms/deterministic.h"
 
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "collectives/algorithms/slicing.h"
@@ -149,6 +151,9 @@ const Algorithm* deterministic_algorithm(const Algorithm* chosen, CollectiveKind
        build_det_reduce, "deterministic", nullptr},
   };
   if (!reduces(kind)) return chosen;
+  // f32acc (16-bit sums, the wire type) folds each block at its owner in rank order, in float32,
+  // rounded once: the same order, and the same bits as the direct paths' 16-bit sums.
+  if (chosen && std::string_view(chosen->id) == "f32acc") return chosen;
   for (const Algorithm& row : rows)
     if (row.kinds.front() == kind) return &row;
   return chosen;

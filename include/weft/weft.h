@@ -159,6 +159,11 @@ WEFT_API weftResult_t weftWait(weftRequest_t request, int timeout_ms);
 WEFT_API weftResult_t weftTest(weftRequest_t request, int* done);
 
 /* ---- Collectives (NCCL's argument order) ---------------------------------------------------- */
+/// All-reduce. float16 / bfloat16 sums and averages are accumulated in float32 and rounded once
+/// (docs/KERNELS.md). With WEFT_WIRE_DTYPE=bfloat16 or float16 in the environment when the
+/// communicator is made, float32 sums and averages that run as a schedule cross at 16 bits: each
+/// rank's input rounded once, summed in float32, rounded once, the same values on every rank
+/// (the one-node latency path and weftMemAlloc buffers keep float32). docs/ENVIRONMENT.md.
 WEFT_API weftResult_t weftAllReduce(const void* sendbuff, void* recvbuff, size_t count,
                                     weftDataType_t datatype, weftRedOp_t op, weftComm_t comm);
 WEFT_API weftResult_t weftAllReduceAsync(const void* sendbuff, void* recvbuff, size_t count,

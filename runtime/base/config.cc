@@ -39,6 +39,11 @@ CommConfig CommConfig::from_env(const EnvLookup& env) {
   c.channels = static_cast<int>(env_int(env, "WEFT_NCHANNELS", c.channels, 1, 16));
   if (auto a = env("WEFT_ALGO")) c.algo = *a;
   c.deterministic = env_int(env, "WEFT_DETERMINISTIC", 0, 0, 1) == 1;
+  if (auto w = env("WEFT_WIRE_DTYPE"); w && !w->empty() && *w != "float32") {
+    if (*w != "bfloat16" && *w != "float16")
+      fail(ErrorCode::kInvalidArgument, "WEFT_WIRE_DTYPE='{}' is not bfloat16, float16 or float32", *w);
+    c.wire_dtype = *w;
+  }
   if (auto t = env("WEFT_TRANSPORT"); t && !t->empty()) {
     if (*t != "ucx" && *t != "auto") fail(ErrorCode::kInvalidArgument, "WEFT_TRANSPORT='{}' is not auto or ucx", *t);
     c.transport = *t;

@@ -22,6 +22,9 @@ struct CommConfig {
   // WEFT_DETERMINISTIC=1: reductions combine every element in rank order, whatever the size,
   // slicing, timing or algorithm (docs/DETERMINISM.md); weftCommSetDeterministic per communicator.
   bool deterministic = false;
+  // WEFT_WIRE_DTYPE: "bfloat16" or "float16" puts float32 sums and averages on the wire at 16 bits,
+  // summed in float32 and rounded once (the f32acc algorithm); "" (or "float32"): full precision.
+  std::string wire_dtype;
   uint64_t slice_bytes = kDefaultSliceBytes;         // WEFT_SLICE_BYTES: pipelining granularity
   // WEFT_DIRECT_BYTES: the largest call of the shared-memory latency path (0: off; -1: automatic,
   // 32 KiB, or 256 KiB when the node's ranks outnumber its cores).

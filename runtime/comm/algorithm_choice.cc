@@ -5,6 +5,7 @@
 
 #include "collectives/algorithms/builtin.h"
 #include "collectives/algorithms/deterministic.h"
+#include "collectives/convert_kernels.h"
 #include "collectives/planner.h"
 #include "runtime/base/error.h"
 #include "runtime/base/log.h"
@@ -33,11 +34,14 @@ std::shared_ptr<const Schedule> AlgorithmChoice::schedule_for(const CollectiveAr
   opt.channels = config_.channels;
   opt.node_of_rank = m_.node_of_rank;
   opt.ring = ring();
+  opt.wire = wire();
   Schedule s;
   if (a.kind == CollectiveKind::kSend || a.kind == CollectiveKind::kRecv) {
     s = build_p2p_schedule(a, m_.rank, m_.size);
   } else {
     const Algorithm* algo = forced;
+    // 16-bit sums, and float32 sums with a wire type, accumulate in float32 and round once.
+    if (!algo && sums_in_f32(a)) algo = find_algorithm("f32acc", a.kind);
     const bool modelled = a.kind == CollectiveKind::kAllReduce || a.kind == CollectiveKind::kReduceScatter ||
                           a.kind == CollectiveKind::kAllGather;
     if (!algo && modelled && m_.num_nodes > 1) {
@@ -78,6 +82,10 @@ std::string AlgorithmChoice::explain(const CollectiveArgs& a, const Algorithm* f
     why = fmt::format("native row '{}' ({}) of the shared-memory latency path took it: the first native row whose eligibility "
                       "agrees, tried before any schedule (WEFT_DIRECT_BYTES, WEFT_DIRECT_PIECE_BYTES, weftMemAlloc windows)",
                       row->id, row->name);
+  else if (c == "f32acc" && sums_in_f32(a))
+    why = a.dtype == DataType::kFloat32
+              ? fmt::format("WEFT_WIRE_DTYPE={}: float32 sums cross at 16 bits, summed in float32, rounded once", config_.wire_dtype)
+              : std::string("16-bit sums accumulate in float32 and round once");
   else if (modelled && m_.num_nodes > 1) why = "the cost model's fastest across nodes (weft-topo plan)";
   else why = fmt::format("the measured crossover for {} ranks on {} node(s) (docs/ALGORITHMS.md)", m_.size, m_.num_nodes);
   if (!modelled || m_.size < 2) return why;
@@ -95,6 +103,18 @@ std::string AlgorithmChoice::explain(const CollectiveArgs& a, const Algorithm* f
     why += fmt::format("; no cost model prediction ({})", e.what());
   }
   return why;
+}
+
+std::optional<DataType> AlgorithmChoice::wire() const {
+  DataType t;
+  if (config_.wire_dtype.empty() || !parse_dtype(config_.wire_dtype, &t)) return std::nullopt;
+  return t;
+}
+
+bool AlgorithmChoice::sums_in_f32(const CollectiveArgs& a) const {
+  if (a.kind != CollectiveKind::kAllReduce || m_.size < 2) return false;
+  return weft::sums_in_f32(a.dtype, a.op) ||
+         (a.dtype == DataType::kFloat32 && wire() && (a.op == RedOp::kSum || a.op == RedOp::kAvg));
 }
 
 // Across nodes (WEFT_ALGO unset) the cost model picks the all-reduce, reduce-scatter and all-gather

@@ -5,6 +5,7 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -36,6 +37,12 @@ class AlgorithmChoice {
   std::string explain(const CollectiveArgs& a, const Algorithm* forced, const char* chosen, double* predicted_us);
 
  private:
+  // WEFT_WIRE_DTYPE as a type (none: float32 on the wire).
+  std::optional<DataType> wire() const;
+  // Whether `a` is an all-reduce whose sums accumulate in float32 and round once (the f32acc
+  // algorithm, unless WEFT_ALGO names another): float16/bfloat16 sums and averages, and float32
+  // ones with a wire type, on more than one rank.
+  bool sums_in_f32(const CollectiveArgs& a) const;
   const Algorithm* planned(CollectiveKind kind, uint64_t bytes);
   // The ranks of every node (by node index, ascending) when every node holds the same number of
   // ranks; empty otherwise.

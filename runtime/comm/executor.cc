@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "collectives/collective.h"
+#include "collectives/convert_kernels.h"
 #include "collectives/reduce_kernels.h"
 #include "runtime/base/log.h"
 #include "runtime/base/waiter.h"
@@ -135,6 +136,16 @@ void Execution::post(StepId id) {
     }
     case StepKind::kAvg:
       finish_avg(s.dtype, resolve(bufs_, st.dst), st.bytes / es, s.nranks);
+      break;
+    case StepKind::kWiden:
+      widen_to_f32(s.wire, static_cast<float*>(resolve(bufs_, st.dst)), resolve(bufs_, st.src), st.bytes / 2);
+      break;
+    case StepKind::kWidenAdd:
+      widen_add_f32(s.wire, static_cast<float*>(resolve(bufs_, st.dst)), resolve(bufs_, st.src), st.bytes / 2);
+      break;
+    case StepKind::kNarrow:
+      narrow_from_f32(s.wire, resolve(bufs_, st.dst), static_cast<const float*>(resolve(bufs_, st.src)), st.bytes / 2,
+                      st.divide ? s.nranks : 1);
       break;
   }
   complete(id);

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/convert_kernels.h"
 #include "collectives/reduce_kernels.h"
 #include "collectives/schedule.h"
 
@@ -136,6 +137,19 @@ inline std::string simulate(const std::vector<Schedule>& sched, const std::vecto
           reduce_into(sched[r].dtype, sched[r].op, d, addr(r, st.src2), addr(r, st.src), st.bytes / es);
         if (st.kind == StepKind::kCopy && st.bytes && d != addr(r, st.src)) std::memmove(d, addr(r, st.src), st.bytes);
         if (st.kind == StepKind::kAvg) finish_avg(sched[r].dtype, d, st.bytes / es, sched[r].nranks);
+        complete(r, id);
+        break;
+      }
+      case StepKind::kWiden: case StepKind::kWidenAdd: case StepKind::kNarrow: {
+        uint8_t* d = addr(r, st.dst);
+        const uint8_t* src = addr(r, st.src);
+        if (!(h = hazard(r, id, src, src_bytes(st), false)).empty()) return h;
+        if (!(h = hazard(r, id, d, dst_bytes(st), true)).empty()) return h;
+        const DataType w = sched[r].wire;
+        if (st.kind == StepKind::kWiden) widen_to_f32(w, reinterpret_cast<float*>(d), src, st.bytes / 2);
+        if (st.kind == StepKind::kWidenAdd) widen_add_f32(w, reinterpret_cast<float*>(d), src, st.bytes / 2);
+        if (st.kind == StepKind::kNarrow)
+          narrow_from_f32(w, d, reinterpret_cast<const float*>(src), st.bytes / 2, st.divide ? sched[r].nranks : 1);
         complete(r, id);
         break;
       }

@@ -134,7 +134,7 @@ bool repro(Runner& R, int calls, std::mt19937_64& g);
 
 bool stress(Runner& R, int calls, std::mt19937_64& g) {
   const char* only = std::getenv("WEFT_TEST_ALGOS");
-  const std::vector<std::string> algos = split(only ? only : "ring,tree,rhd,hier,forest");
+  const std::vector<std::string> algos = split(only ? only : "ring,tree,rhd,hier,forest,f32acc");
   constexpr DataType kTypes[] = {DataType::kFloat32, DataType::kFloat64, DataType::kInt32, DataType::kBfloat16,
                                  DataType::kInt8};
   for (const std::string& algo : algos) {

@@ -43,7 +43,7 @@ void expect_job(int n, const std::string& transport, const std::vector<std::stri
 
 class Stress : public ::testing::TestWithParam<std::tuple<const char*, int>> {};
 
-// Every all-reduce algorithm (ring, tree, rhd, hier, forest) 50 consecutive calls each, then every
+// Every all-reduce algorithm (ring, tree, rhd, hier, forest, f32acc) 50 consecutive calls each, then every
 // other collective's forced algorithms a few calls each; the call sequence's seed differs per
 // job so that the jobs together cover more sizes.
 TEST_P(Stress, ConsecutiveCallsWithRandomDelaysEveryAlgorithm) {

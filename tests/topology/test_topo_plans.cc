@@ -140,7 +140,7 @@ TEST(TopoPlans, RankedAndExplained) {
   auto view = make_uniform_cluster(nvswitch_node(), 4, 8);
   const CostModel model = CostModel::defaults();
   auto large = rank_plans(view, CollectiveKind::kAllReduce, size_t{1} << 30, model);
-  ASSERT_EQ(large.size(), 5u);  // ring, tree, rhd, hier, forest
+  ASSERT_EQ(large.size(), 6u);  // ring, tree, rhd, hier, forest, f32acc (shown, chosen by type only)
   for (size_t i = 1; i < large.size(); ++i) EXPECT_LE(large[i - 1].predicted_us, large[i].predicted_us);
   // The rails or the packed trees (which use every NIC too); never the flat ring through one NIC.
   EXPECT_TRUE(large.front().plan.algorithm == "hier" || large.front().plan.algorithm == "forest")

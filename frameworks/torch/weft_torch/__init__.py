@@ -53,6 +53,7 @@ def empty_shared(group, numel, dtype=None):
 
 
 from .ddp import DistributedDataParallel  # noqa: E402,F401
+from .hooks import WireState, wire_hook  # noqa: E402,F401
 
 # (torch variable, candidates in order): weftrun, Open MPI, MPICH/PMI, Slurm.
 _LAUNCHER_VARS = {

@@ -42,12 +42,13 @@ import torch.distributed as dist
 
 from . import all_reduce_shards, empty_window, set_deterministic
 from ._weft_torch import _shard_layout_problem
+from .hooks import WireState
 
 __all__ = ["DistributedDataParallel"]
 
 
 class _Bucket:
-    __slots__ = ("flat", "params", "offsets", "ready", "pending", "work")
+    __slots__ = ("flat", "params", "offsets", "ready", "pending", "work", "wire")
 
     def __init__(self, flat, params, offsets):
         self.flat, self.params, self.offsets = flat, params, offsets
@@ -57,12 +58,14 @@ class _Bucket:
         self.ready = [False] * len(self.params)
         self.pending = len(self.params)
         self.work = None
+        self.wire = None
 
 
 class DistributedDataParallel(torch.nn.Module):
     def __init__(self, module, device_ids=None, output_device=None, dim=0, broadcast_buffers=True,
                  process_group=None, bucket_cap_mb=25, find_unused_parameters=False, check_reduction=False,
-                 gradient_as_bucket_view=True, static_graph=False, deterministic=False, virtual_shards=None):
+                 gradient_as_bucket_view=True, static_graph=False, deterministic=False, virtual_shards=None,
+                 wire_dtype=None, error_feedback=False):
         super().__init__()
         # torch's signature, so that code written for it runs unchanged; the gradients are always in
         # the buckets (gradient_as_bucket_view), and static_graph / check_reduction change nothing here.
@@ -87,6 +90,9 @@ class DistributedDataParallel(torch.nn.Module):
         if self.deterministic:
             set_deterministic(group, True)
         self.module, self.process_group = module, group
+        # wire_dtype (torch.bfloat16 / torch.float16): float32 buckets cross at 16 bits, averaged in
+        # float32 and rounded once (weft_torch.hooks); error_feedback keeps each bucket's residual.
+        self._wire = WireState(group, wire_dtype, error_feedback)
         self.broadcast_buffers, self.find_unused_parameters = broadcast_buffers, find_unused_parameters
         self._sync = True
         seen, params = set(), []
@@ -228,6 +234,10 @@ class DistributedDataParallel(torch.nn.Module):
     def _launch(self, b):
         if self._shards:  # combined at the backward of the step's last shard (_combine_shards)
             return
+        if self._wire.wire_dtype is not None and b.flat.dtype == torch.float32:
+            b.wire = self._wire.round(id(b), b.flat)
+            b.work = dist.all_reduce(b.wire, op=dist.ReduceOp.AVG, group=self.process_group, async_op=True)
+            return
         b.work = dist.all_reduce(b.flat, op=dist.ReduceOp.AVG, group=self.process_group, async_op=True)
 
     def _launch_ready(self):
@@ -256,6 +266,9 @@ class DistributedDataParallel(torch.nn.Module):
             return
         for b in self._buckets:
             b.work.wait()
+            if b.wire is not None:
+                b.flat.copy_(b.wire)
+                b.wire = None
 
     def _combine_shards(self):
         """virtual_shards: this shard's gradients are put aside (the buckets zeroed for the next

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <thread>
 
+#include "collectives/convert_kernels.h"
 #include "collectives/reduce_kernels.h"
 #include "runtime/base/error.h"
 #include "runtime/base/log.h"
@@ -312,6 +313,19 @@ namespace {
 // (sum_avg_into: the same bits as a pass of its own). out may be src(0) or src(1) exactly.
 template <typename Src>
 void reduce_ranks(DataType type, RedOp op, void* out, int n, const Src& src, uint64_t count) {
+  if (sums_in_f32(type, op)) {
+    // float16 / bfloat16: summed in float32 in rank order and rounded once (as the f32acc schedule).
+    constexpr uint64_t kBlock = 2048;
+    float acc[kBlock];
+    for (uint64_t first = 0; first < count; first += kBlock) {
+      const uint64_t m = std::min(kBlock, count - first);
+      auto at = [&](int r) { return static_cast<const uint8_t*>(src(r)) + first * 2; };
+      widen_to_f32(type, acc, at(0), m);
+      for (int r = 1; r < n; ++r) widen_add_f32(type, acc, at(r), m);
+      narrow_from_f32(type, static_cast<uint8_t*>(out) + first * 2, acc, m, op == RedOp::kAvg ? n : 1);
+    }
+    return;
+  }
   if (op == RedOp::kAvg) {
     if (n == 2) return sum_avg_into(type, out, src(0), src(1), count, 2);
     reduce_into(type, op, out, src(0), src(1), count);
