@@ -99,7 +99,11 @@ void Communicator::run(const CollectiveArgs& args_in, const void* send, void* re
     const bool ran = queue_->run_inline(
         args.kind, args.count * dtype_size(args.dtype),
         [&](const Algorithm* forced) {
-          rows = chain(args, forced, windows);
+          ChainMemo& m = inline_chain_;
+          const uint64_t bytes = args.count * dtype_size(args.dtype);
+          if (m.bytes != bytes || m.kind != args.kind || m.windows != windows || m.forced != forced)
+            m = {args.kind, bytes, windows, forced, chain(args, forced, windows)};
+          rows = m.rows;
           return rows.size > 0;
         },
         [&](uint64_t seq, uint64_t record, const Algorithm* forced) {

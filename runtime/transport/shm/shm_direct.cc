@@ -308,24 +308,28 @@ void ShmDirect::wait_for(int r, uint32_t c, const DirectContext& ctx, bool check
 }
 
 namespace {
+// float16 / bfloat16 sums: in float32 in rank order, rounded once (as the f32acc schedule). Its own
+// function, out of line: its 8 KiB accumulator (stack probes) and loops cost the float32 latency
+// path 46 instructions a call while reduce_ranks held them.
+template <typename Src>
+[[gnu::noinline]] void reduce_ranks_f32(DataType type, RedOp op, void* out, int n, const Src& src, uint64_t count) {
+  constexpr uint64_t kBlock = 2048;
+  float acc[kBlock];
+  for (uint64_t first = 0; first < count; first += kBlock) {
+    const uint64_t m = std::min(kBlock, count - first);
+    auto at = [&](int r) { return static_cast<const uint8_t*>(src(r)) + first * 2; };
+    widen_to_f32(type, acc, at(0), m);
+    for (int r = 1; r < n; ++r) widen_add_f32(type, acc, at(r), m);
+    narrow_from_f32(type, static_cast<uint8_t*>(out) + first * 2, acc, m, op == RedOp::kAvg ? n : 1);
+  }
+}
+
 // out = src(0) OP src(1) OP ... OP src(n - 1), in rank order (every rank gets the same bits); for
 // kAvg divided by n, the division fused into the last addition where the type allows it
 // (sum_avg_into: the same bits as a pass of its own). out may be src(0) or src(1) exactly.
 template <typename Src>
 void reduce_ranks(DataType type, RedOp op, void* out, int n, const Src& src, uint64_t count) {
-  if (sums_in_f32(type, op)) {
-    // float16 / bfloat16: summed in float32 in rank order and rounded once (as the f32acc schedule).
-    constexpr uint64_t kBlock = 2048;
-    float acc[kBlock];
-    for (uint64_t first = 0; first < count; first += kBlock) {
-      const uint64_t m = std::min(kBlock, count - first);
-      auto at = [&](int r) { return static_cast<const uint8_t*>(src(r)) + first * 2; };
-      widen_to_f32(type, acc, at(0), m);
-      for (int r = 1; r < n; ++r) widen_add_f32(type, acc, at(r), m);
-      narrow_from_f32(type, static_cast<uint8_t*>(out) + first * 2, acc, m, op == RedOp::kAvg ? n : 1);
-    }
-    return;
-  }
+  if (sums_in_f32(type, op)) return reduce_ranks_f32(type, op, out, n, src, count);
   if (op == RedOp::kAvg) {
     if (n == 2) return sum_avg_into(type, out, src(0), src(1), count, 2);
     reduce_into(type, op, out, src(0), src(1), count);
