@@ -6,7 +6,6 @@
 // computes the same value any owner would.
 #include "collectives/algorithms/deterministic.h"
 
-#include <string_view>
 
 #include <fmt/format.h>
 
@@ -151,9 +150,9 @@ const Algorithm* deterministic_algorithm(const Algorithm* chosen, CollectiveKind
        build_det_reduce, "deterministic", nullptr},
   };
   if (!reduces(kind)) return chosen;
-  // f32acc (16-bit sums, the wire type) folds each block at its owner in rank order, in float32,
-  // rounded once: the same order, and the same bits as the direct paths' 16-bit sums.
-  if (chosen && std::string_view(chosen->id) == "f32acc") return chosen;
+  // f32acc (16-bit sums, the wire type) is replaced too: its float32 sums rounded once are not the
+  // bits of the direct paths' and these schedules' rank-order fold in the type itself, which
+  // deterministic mode uses on every path (DirectContext::fold16); the wire type is off here.
   for (const Algorithm& row : rows)
     if (row.kinds.front() == kind) return &row;
   return chosen;

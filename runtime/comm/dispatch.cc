@@ -239,6 +239,7 @@ std::optional<Clock::time_point> Communicator::run_native(const Algorithm& row, 
   ctx.signature = call_signature(a);
   ctx.transport = transport_.get();
   ctx.others = call.others;
+  ctx.fold16 = config_.deterministic;
   // The watchdog's mismatch check starts after a second of waiting (SignatureCheck), so it is
   // made only when the watchdog first runs. One pointer captured: no allocation per call.
   struct Watch {

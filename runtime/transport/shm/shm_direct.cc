@@ -328,8 +328,8 @@ template <typename Src>
 // kAvg divided by n, the division fused into the last addition where the type allows it
 // (sum_avg_into: the same bits as a pass of its own). out may be src(0) or src(1) exactly.
 template <typename Src>
-void reduce_ranks(DataType type, RedOp op, void* out, int n, const Src& src, uint64_t count) {
-  if (sums_in_f32(type, op)) return reduce_ranks_f32(type, op, out, n, src, count);
+void reduce_ranks(DataType type, RedOp op, void* out, int n, const Src& src, uint64_t count, bool fold16) {
+  if (!fold16 && sums_in_f32(type, op)) return reduce_ranks_f32(type, op, out, n, src, count);
   if (op == RedOp::kAvg) {
     if (n == 2) return sum_avg_into(type, out, src(0), src(1), count, 2);
     reduce_into(type, op, out, src(0), src(1), count);
@@ -362,7 +362,7 @@ void ShmDirect::all_reduce_pieces(const CollectiveArgs& a, const void* send, voi
     const uint64_t lo = part_offset(count, size_, rank_), n_el = part_offset(count, size_, rank_ + 1) - lo;
     uint8_t* mine = out + (first + lo) * es;
     if (n_el) {
-      reduce_ranks(a.dtype, a.op, mine, size_, [&](int r) { return slot(r, c, bytes) + lo * es; }, n_el);
+      reduce_ranks(a.dtype, a.op, mine, size_, [&](int r) { return slot(r, c, bytes) + lo * es; }, n_el, ctx.fold16);
     }
     // Round 2 (call c+1): publish the share in slot (c+1)%2, last read in call c-1, which every
     // peer is past (it posted c); then copy every peer's share out of its slot.
@@ -478,7 +478,7 @@ bool ShmDirect::all_reduce_window(const CollectiveArgs& a, const void* send, voi
   for (uint64_t first = lo; first < hi; first += block_el) {
     const uint64_t n = std::min(block_el, hi - first), at = first * es;
     uint8_t* out = home >= 0 ? dst[static_cast<size_t>(home)] + at : tmp;
-    reduce_ranks(a.dtype, a.op, out, size_, [&](int r) { return src[static_cast<size_t>(r)] + at; }, n);
+    reduce_ranks(a.dtype, a.op, out, size_, [&](int r) { return src[static_cast<size_t>(r)] + at; }, n, ctx.fold16);
     for (int r = 0; r < size_; ++r) {
       const size_t q = static_cast<size_t>(r);
       if (r == home) continue;
@@ -539,7 +539,7 @@ void ShmDirect::run(const CollectiveArgs& a, const void* send, void* recv, const
         if (r != rank_) wait_for(r, c, ctx, true, bytes);
       if (!bytes) return;
       // Every rank combines the slots in rank order: the same bits everywhere.
-      reduce_ranks(a.dtype, a.op, recv, size_, [&](int r) { return slot(r, c, bytes); }, a.count);
+      reduce_ranks(a.dtype, a.op, recv, size_, [&](int r) { return slot(r, c, bytes); }, a.count, ctx.fold16);
       return;
     }
     default: fail(ErrorCode::kInternalError, "shm direct path: {} is not handled", collective_name(a.kind));

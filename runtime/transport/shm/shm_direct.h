@@ -43,6 +43,10 @@ struct DirectContext {
   // that a peer waiting on one of them (a send still queued here) reaches this call. Empty: none.
   std::function<bool()> others;
   std::atomic<int64_t>* record_start = nullptr;  // given `start` when the first wait sets it (flight recorder)
+  // Deterministic mode (docs/DETERMINISM.md): float16/bfloat16 sums fold in rank order in their own
+  // type, as the deterministic schedules do, so that a call's bits do not depend on which path its
+  // size takes (else: in float32, rounded once).
+  bool fold16 = false;
 };
 
 class ShmDirect {
