@@ -519,5 +519,5 @@ std::shared_ptr<Communicator> comm_of(weftComm_t comm, const char* fn) {
   if (!g_comms.count(comm)) throw Error(ErrorCode::kInvalidUsage, std::string(fn) + ": comm is not a live communicator (destroyed, or never created)");
   return comm->impl;
 }
-weftResult_t record_error(weftComm_t comm, weftResult_t code, const std::string& msg) { return record(comm, code, msg); }
+weftResult_t record_error(weftComm_t comm, weftResult_t code, const std::string& msg) { return ::record(comm, code, msg); }
 }  // namespace weft::capi
