@@ -218,7 +218,11 @@ void TraceRegistry::start_locked() {
   }
   if (owns_sigusr1_) signal_fd_ = take_sigusr1_on_watch_thread();
   const uint64_t generation = ++generation_;
-  thread_ = std::thread([this, generation] { watch(generation); });
+  // The thread gets its own copy of the signalfd: a thread of an older generation may still be
+  // polling while this start writes signal_fd_ (ThreadSanitizer saw it: thread-ranks attaching
+  // while the last one's watch thread ended).
+  const int signal_fd = signal_fd_;
+  thread_ = std::thread([this, generation, signal_fd] { watch(generation, signal_fd); });
 }
 
 void TraceRegistry::stop() {
@@ -246,10 +250,10 @@ void TraceRegistry::stop() {
 // last one's detach was stopping the thread starts a new one at once, and a flag reset by that
 // start left the old thread running and its join in detach() (so destroy()) waiting for ever
 // (seen with thread-ranks: one rank destroyed its communicator before the others had attached).
-void TraceRegistry::watch(uint64_t generation) {
+void TraceRegistry::watch(uint64_t generation, int signal_fd) {
   for (;;) {
-    pollfd p[2] = {{pipe_[0], POLLIN, 0}, {signal_fd_, POLLIN, 0}};
-    const int rc = ::poll(p, signal_fd_ >= 0 ? 2 : 1, 500);
+    pollfd p[2] = {{pipe_[0], POLLIN, 0}, {signal_fd, POLLIN, 0}};
+    const int rc = ::poll(p, signal_fd >= 0 ? 2 : 1, 500);
     bool signalled = false;
     if (rc > 0) {
       char buf[64];
@@ -257,7 +261,7 @@ void TraceRegistry::watch(uint64_t generation) {
       while ((n = ::read(pipe_[0], buf, sizeof buf)) > 0)
         for (ssize_t i = 0; i < n; ++i) signalled |= buf[i] == 'u';
       signalfd_siginfo si;
-      while (signal_fd_ >= 0 && ::read(signal_fd_, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
+      while (signal_fd >= 0 && ::read(signal_fd, &si, sizeof si) == static_cast<ssize_t>(sizeof si))
         signalled |= !sigusr1_taken_over(si);
     }
     std::vector<std::pair<uint64_t, std::function<std::string()>>> polls;

@@ -63,7 +63,7 @@ class TraceRegistry {
     TraceSource source;
     bool remote_dumped = false;
   };
-  void watch(uint64_t generation);
+  void watch(uint64_t generation, int signal_fd);
   void start_locked();
   void stop();
   nlohmann::json to_json_locked(const std::string& reason);
